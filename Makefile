@@ -1,0 +1,41 @@
+# troupe's build, test and benchmark targets. Every install step the project
+# needs lives here or in a script under scripts/ that a target calls.
+SHELL := /bin/bash
+GO    ?= go
+BIN   := bin/troupe
+# Race-detected unit tests need cgo; CI machines have gcc (installed below if missing).
+TEST_FLAGS ?= -race -count=1 -timeout 15m
+FUZZTIME   ?= 10s
+
+.PHONY: help build test test-unit lint test-integration bench fuzz deps clean
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+build: ## build bin/troupe
+	$(GO) build -o $(BIN) ./cmd/troupe
+
+deps: ## install the toolchain pieces the tests need (gcc for -race)
+	@scripts/deps.sh
+
+test: deps lint test-unit ## what CI runs: vet, gofmt check, unit tests with -race
+
+lint: ## go vet and gofmt check
+	$(GO) vet ./...
+	@scripts/check-gofmt.sh
+
+test-unit:
+	$(GO) test $(TEST_FLAGS) ./...
+
+test-integration: deps build ## slow and cross-tool checks (npm-installed DuckDB, tokenizer reference, …)
+	$(GO) test -tags integration -count=1 -timeout 60m ./...
+	@scripts/run-dir.sh scripts/integration.d
+
+bench: deps build ## benchmarks, printed as one table
+	@scripts/bench.sh
+
+fuzz: ## run every fuzz target for FUZZTIME each
+	@FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+clean: ## remove build outputs
+	rm -rf bin

@@ -1,0 +1,68 @@
+// Package configs holds troupe's experiment configs: the YAML files in this
+// folder and the Experiment struct they decode into. Each section's struct
+// lives with the package it configures (envs.Config, generation.Config, …);
+// Experiment only composes them and checks what spans sections.
+package configs
+
+import (
+	"regexp"
+
+	"github.com/troupe-rl/troupe/envs"
+	"github.com/troupe-rl/troupe/generation"
+	"github.com/troupe-rl/troupe/generation/rollout"
+	"github.com/troupe-rl/troupe/internal/config"
+	"github.com/troupe-rl/troupe/learner"
+	"github.com/troupe-rl/troupe/sandbox"
+)
+
+// Experiment is a whole experiment config (what `troupe run CONFIG` reads).
+type Experiment struct {
+	// Name names the run; its files live in RunsDir/Name (required).
+	Name string `yaml:"name"`
+	// Seed seeds task sampling and generation (default 1).
+	Seed int64 `yaml:"seed"`
+	// RunsDir is the parent folder of runs (default "runs").
+	RunsDir string `yaml:"runs_dir"`
+	// Iterations is the number of rollout+learn iterations (default 10).
+	Iterations int `yaml:"iterations"`
+
+	Env        envs.Config       `yaml:"env"`
+	Generation generation.Config `yaml:"generation"`
+	Rollout    rollout.Config    `yaml:"rollout"`
+	Learner    learner.Config    `yaml:"learner"`
+	Sandbox    sandbox.Config    `yaml:"sandbox"`
+}
+
+// SetDefaults fills the top-level defaults (sections fill their own).
+func (e *Experiment) SetDefaults() {
+	e.Seed = 1
+	e.RunsDir = "runs"
+	e.Iterations = 10
+}
+
+var runName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// Validate checks the top-level keys (sections validate themselves first).
+func (e *Experiment) Validate() error {
+	switch {
+	case e.Name == "":
+		return config.Errorf("name", "required: the run's folder name")
+	case !runName.MatchString(e.Name):
+		return config.Errorf("name", "%q: use letters, digits, '.', '_' and '-' (it names a folder)", e.Name)
+	case e.RunsDir == "":
+		return config.Errorf("runs_dir", "must not be empty")
+	case e.Iterations < 1:
+		return config.Errorf("iterations", "must be ≥ 1, got %d", e.Iterations)
+	}
+	return nil
+}
+
+// Load reads an experiment config, applies "key=value" overrides and
+// validates it. Errors are *config.Error (exit code 2 at the CLI).
+func Load(path string, overrides ...string) (*Experiment, error) {
+	var e Experiment
+	if err := config.Load(path, &e, overrides...); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs beyond Go itself, only when it is missing.
+set -euo pipefail
+need=()
+command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+if ((${#need[@]})); then
+  echo "deps: installing ${need[*]} with apt-get" >&2
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
+fi
+go mod download
