@@ -44,8 +44,8 @@ const (
 )
 
 type stEntry struct {
-	Dtype   string  `json:"dtype"`
-	Shape   []int   `json:"shape"`
+	Dtype   string   `json:"dtype"`
+	Shape   []int    `json:"shape"`
 	Offsets [2]int64 `json:"data_offsets"`
 }
 
