@@ -4,8 +4,11 @@
 // database/sql drivers, and the sub-packages that implement it (openai,
 // ollama, builtin) or drive it (rollout, chat).
 //
-// The Backend contract is built by the generation-backends issue; this file
-// holds the experiment config section.
+// Backends register by name (Register, in their package's init) and are
+// opened from the experiment config's generation section (Open). Optional
+// capabilities — LoRA hot-swap (AdapterLoader), tokenization (Tokenizer) —
+// are found by type assertion. Pool spreads requests over several
+// endpoints with retries and health tracking.
 package generation
 
 import (
@@ -29,6 +32,9 @@ type Config struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// MaxConcurrency bounds requests in flight (default 64).
 	MaxConcurrency int `yaml:"max_concurrency"`
+	// MaxAttempts bounds tries per request on retryable failures (429, 5xx,
+	// connection errors, malformed responses), the first included (default 6).
+	MaxAttempts int `yaml:"max_attempts"`
 	// Train and Eval are the sampling settings for training rollouts and evaluation.
 	Train Sampling `yaml:"train"`
 	Eval  Sampling `yaml:"eval"`
@@ -47,6 +53,7 @@ func (c *Config) SetDefaults() {
 	c.Backend = "openai"
 	c.Timeout = 2 * time.Minute
 	c.MaxConcurrency = 64
+	c.MaxAttempts = 6
 	c.Train = Sampling{Temperature: 1.0, TopP: 1.0, MaxTokens: 256}
 	c.Eval = Sampling{Temperature: 0.6, TopP: 1.0, MaxTokens: 256}
 }
@@ -60,6 +67,8 @@ func (c *Config) Validate() error {
 		return config.Errorf("timeout", "must be > 0, got %v", c.Timeout)
 	case c.MaxConcurrency < 1:
 		return config.Errorf("max_concurrency", "must be ≥ 1, got %d", c.MaxConcurrency)
+	case c.MaxAttempts < 1:
+		return config.Errorf("max_attempts", "must be ≥ 1, got %d", c.MaxAttempts)
 	}
 	return nil
 }
