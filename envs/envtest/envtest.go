@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -390,4 +392,94 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// Transcript renders an episode as plain text for golden files: every step's
+// prompt, completion and outcome.
+func Transcript(task envs.Task, steps []StepRecord) string {
+	var b strings.Builder
+	tj, _ := json.MarshalIndent(task, "", "  ")
+	fmt.Fprintf(&b, "### task\n%s\n", tj)
+	for _, s := range steps {
+		fmt.Fprintf(&b, "\n### turn %d, role %s\n", s.Turn, s.Role)
+		if s.Prompt.System != "" {
+			fmt.Fprintf(&b, "--- system\n%s\n", s.Prompt.System)
+		}
+		fmt.Fprintf(&b, "--- user\n%s\n--- completion\n%s\n", s.Prompt.User, strings.TrimRight(s.Completion, "\n"))
+		oj, _ := json.MarshalIndent(s.Outcome, "", "  ")
+		fmt.Fprintf(&b, "--- outcome\n%s\n", oj)
+	}
+	return b.String()
+}
+
+// Golden compares got with the file at path, or rewrites the file when
+// update is true (tests pass their own -update flag).
+func Golden(t *testing.T, path, got string, update bool) {
+	t.Helper()
+	if update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run the test with -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs from the output (run with -update to accept):\n%s", path, firstDiff(string(want), got))
+	}
+}
+
+func firstDiff(a, b string) string {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < max(len(la), len(lb)); i++ {
+		var x, y string
+		if i < len(la) {
+			x = la[i]
+		}
+		if i < len(lb) {
+			y = lb[i]
+		}
+		if x != y {
+			return fmt.Sprintf("line %d:\n  want %q\n  got  %q", i+1, x, y)
+		}
+	}
+	return ""
+}
+
+// SuccessRate plays one episode per seed with the policy made by mk and
+// returns the fraction that ended in success.
+func SuccessRate(t testing.TB, name string, cfg envs.Config, deps envs.Deps, seeds []int64, mk func(seed int64) Policy) float64 {
+	t.Helper()
+	ok := 0
+	for _, seed := range seeds {
+		e, err := envs.New(name, cfg, deps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Reset(seed); err != nil {
+			t.Fatal(err)
+		}
+		steps, err := Play(context.Background(), e, mk(seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if steps[len(steps)-1].Outcome.Success {
+			ok++
+		}
+	}
+	return float64(ok) / float64(len(seeds))
+}
+
+// Seeds returns n consecutive seeds starting at from.
+func Seeds(from int64, n int) []int64 {
+	s := make([]int64, n)
+	for i := range s {
+		s[i] = from + int64(i)
+	}
+	return s
 }
