@@ -272,4 +272,3 @@ func BenchmarkGenerate(b *testing.B) {
 		})
 	}
 }
-
