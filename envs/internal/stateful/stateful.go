@@ -256,6 +256,7 @@ func (e *Env) stepTool(ctx context.Context, completion string, info map[string]a
 	if res.Status == sandbox.StatusSetup {
 		return 0, fmt.Errorf("envs: %s: tool program: sandbox setup failed: %s", e.spec.Name, res.Detail)
 	}
+	e.deps.Logger().Debug("envs: tool program", "env", e.spec.Name, "turn", e.turn, "status", res.Status, "exit_code", res.ExitCode, "wall", res.Wall)
 	stdout := parse.Excerpt(string(res.Stdout), tc.ExcerptBytes)
 	info["exit_status"] = string(res.Status)
 	info["exit_code"] = res.ExitCode
