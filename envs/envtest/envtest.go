@@ -143,7 +143,7 @@ type Options struct {
 	// Seeds are the seeds the suite plays (default 3 training seeds and one
 	// validation seed).
 	Seeds []int64
-	// Episodes is the number of random-text episodes per seed (default 3).
+	// Episodes is the number of random-text episodes per seed (default 2).
 	Episodes int
 }
 
@@ -155,7 +155,7 @@ func Run(t *testing.T, name string, cfg envs.Config, deps envs.Deps, opt Options
 		opt.Seeds = []int64{0, 1, 12345, envs.ValidationSeedBase}
 	}
 	if opt.Episodes == 0 {
-		opt.Episodes = 3
+		opt.Episodes = 2
 	}
 	ctx := context.Background()
 	mk := func(t *testing.T, seed int64) envs.Env {

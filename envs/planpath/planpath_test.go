@@ -163,7 +163,7 @@ func TestOracleAndRandomTeams(t *testing.T) {
 		mode        string
 		oracleSeeds int
 		randomSeeds int
-	}{{envs.ModeMulti, 200, 40}, {envs.ModeSingle, 200, 200}} {
+	}{{envs.ModeMulti, 200, 25}, {envs.ModeSingle, 200, 200}} {
 		t.Run(tc.mode, func(t *testing.T) {
 			cfg := envs.DefaultConfig("planpath")
 			cfg.Mode = tc.mode

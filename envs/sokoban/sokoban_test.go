@@ -178,7 +178,7 @@ func TestOracleAndRandomTeams(t *testing.T) {
 	for _, tc := range []struct {
 		mode                     string
 		oracleSeeds, randomSeeds int
-	}{{envs.ModeMulti, 200, 40}, {envs.ModeSingle, 200, 200}} {
+	}{{envs.ModeMulti, 200, 25}, {envs.ModeSingle, 200, 200}} {
 		t.Run(tc.mode, func(t *testing.T) {
 			cfg := envs.DefaultConfig("sokoban")
 			cfg.Mode = tc.mode
