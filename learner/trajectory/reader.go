@@ -203,7 +203,6 @@ func (r *Reader) All(ctx context.Context) iter.Seq2[Step, error] {
 			return
 		}
 		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
 		type result struct {
 			rows []Step
 			err  error
@@ -228,7 +227,10 @@ func (r *Reader) All(ctx context.Context) iter.Seq2[Step, error] {
 				})
 			}
 		})
-		defer wg.Wait()
+		defer func() {
+			cancel() // stops the dispatcher and the decoders on an early return
+			wg.Wait()
+		}()
 		for i := range n {
 			res := <-results[i]
 			<-sem
