@@ -335,12 +335,13 @@ func (s *Sandbox) exec(ctx context.Context, sp spec, p Program, l Limits, lang *
 		"PYTHONDONTWRITEBYTECODE=1",
 		markerEnv + "=" + id,
 	}
-	cpu := uint64((l.CPU + time.Second - 1) / time.Second)
+	cpu := uint64(cpuLimit(l) / time.Second)
 	sp.Rlimits = []rlimitSpec{
 		{unix.RLIMIT_CORE, 0, 0},
 		{unix.RLIMIT_NOFILE, 256, 256},
 		{unix.RLIMIT_NPROC, procs, procs},
-		{unix.RLIMIT_CPU, cpu, cpu + 1},
+		// soft = hard: SIGKILL exactly at the limit (a PID 1 ignores SIGXCPU).
+		{unix.RLIMIT_CPU, cpu, cpu},
 		{unix.RLIMIT_FSIZE, uint64(l.FileBytes), uint64(l.FileBytes)},
 		{unix.RLIMIT_AS, uint64(l.MemoryBytes), uint64(l.MemoryBytes)},
 	}
@@ -490,9 +491,12 @@ func classify(res *Result, ws syscall.WaitStatus, reason, setupMsg string, l Lim
 	case setupMsg != "" || (ws.Exited() && ws.ExitStatus() == helperFailCode && setupMsg != ""):
 		res.Status = StatusSetup
 		res.Detail = setupMsg
-	case ws.Signaled() && (ws.Signal() == syscall.SIGXCPU || (ws.Signal() == syscall.SIGKILL && res.CPU >= l.CPU.Truncate(time.Second))):
+	case ws.Signaled() && (ws.Signal() == syscall.SIGXCPU ||
+		// A SIGKILL the runner did not send comes from RLIMIT_CPU (whose
+		// accounting runs ahead of rusage's) or the kernel's OOM killer.
+		(ws.Signal() == syscall.SIGKILL && res.CPU*5 >= cpuLimit(l)*4)):
 		res.Status = StatusTimeout
-		res.Detail = fmt.Sprintf("cpu time limit %v exceeded", l.CPU)
+		res.Detail = fmt.Sprintf("cpu time limit %v exceeded", cpuLimit(l))
 	case ws.Exited() && ws.ExitStatus() == 0:
 		res.Status = StatusOK
 	case lang != nil && lang.memoryError(res.Stderr):
@@ -508,6 +512,11 @@ func classify(res *Result, ws syscall.WaitStatus, reason, setupMsg string, l Lim
 		res.Status = StatusExit
 		res.Detail = "exit status " + strconv.Itoa(ws.ExitStatus())
 	}
+}
+
+// cpuLimit is the CPU time RLIMIT_CPU enforces for l (whole seconds).
+func cpuLimit(l Limits) time.Duration {
+	return (l.CPU + time.Second - 1) / time.Second * time.Second
 }
 
 // capture keeps up to limit bytes of a stream and discards the rest,
@@ -588,7 +597,8 @@ func removeAll(dir string) {
 	os.RemoveAll(dir)
 }
 
-// uidPool hands out private uids for fallback runs as root.
+// uidPool hands out private uids for fallback runs as root, least
+// recently used first.
 type uidPool struct {
 	mu   sync.Mutex
 	free []int
@@ -608,8 +618,8 @@ func (p *uidPool) get() int {
 	if len(p.free) == 0 {
 		panic("sandbox: more concurrent runs than private uids")
 	}
-	u := p.free[len(p.free)-1]
-	p.free = p.free[:len(p.free)-1]
+	u := p.free[0]
+	p.free = p.free[1:]
 	return u
 }
 
@@ -636,11 +646,19 @@ func procPIDs() []int {
 	return pids
 }
 
-// procUID returns the real uid of pid and its thread count.
+// procUID returns the real uid of pid and its thread count; ok is false for
+// processes that are gone or zombies.
 func procUID(pid int) (uid, threads int, ok bool) {
+	uid, threads, zombie := procStatus(pid)
+	return uid, threads, uid >= 0 && !zombie
+}
+
+// procStatus returns the real uid (-1 when gone), thread count and whether
+// pid is a zombie.
+func procStatus(pid int) (uid, threads int, zombie bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return 0, 0, false
+		return -1, 0, false
 	}
 	uid = -1
 	for _, line := range strings.Split(string(b), "\n") {
@@ -651,10 +669,10 @@ func procUID(pid int) (uid, threads int, ok bool) {
 		} else if v, found := strings.CutPrefix(line, "Threads:"); found {
 			threads, _ = strconv.Atoi(strings.TrimSpace(v))
 		} else if v, found := strings.CutPrefix(line, "State:"); found && strings.Contains(v, "Z") {
-			return 0, 0, false // zombies hold nothing
+			zombie = true
 		}
 	}
-	return uid, threads, uid >= 0
+	return uid, threads, zombie
 }
 
 // countUserTasks counts the threads of uid's processes (what RLIMIT_NPROC counts).
@@ -668,7 +686,9 @@ func countUserTasks(uid int) int {
 	return n
 }
 
-// killUID SIGKILLs every process of uid until none is left.
+// killUID SIGKILLs every process of uid until none is left alive. Their
+// zombies, reaped by the host's init, still count towards the uid's
+// RLIMIT_NPROC for a while: uidPool reuses uids least recently used first.
 func killUID(uid int) {
 	for range 100 {
 		found := false
