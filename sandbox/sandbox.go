@@ -154,7 +154,7 @@ func DefaultConfig() Config {
 }
 
 // Limits returns the config's limits for one run.
-func (c *Config) Limits() Limits {
+func (c Config) Limits() Limits {
 	cpu := c.CPU
 	if cpu == 0 {
 		cpu = c.Timeout
