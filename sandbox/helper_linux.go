@@ -143,6 +143,11 @@ func helperMain() error {
 			return fmt.Errorf("setresuid: %w", e)
 		}
 	}
+	// Changing uid cleared the parent-death signal: if troupe dies, so does
+	// the run (PID 1 of the namespace takes everything else with it).
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("pdeathsig: %w", err)
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}

@@ -66,19 +66,6 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// worldExecutable reports whether every directory on p's path is searchable
-// and p executable by other users.
-func worldExecutable(p string) bool {
-	for q := p; ; q = filepath.Dir(q) {
-		fi, err := os.Stat(q)
-		if err != nil || fi.Mode().Perm()&0o001 == 0 {
-			return false
-		}
-		if q == "/" {
-			return true
-		}
-	}
-}
 
 // runLeftovers lists processes that carry this test process's run marker.
 func runLeftovers() []int {
@@ -174,30 +161,37 @@ func hostileSuite(t *testing.T, iso string) {
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
 
+	// Cases that must time out get a short wall limit; the others a longer
+	// one, so that a loaded machine does not turn their verdict into a
+	// timeout (they finish early anyway).
 	short := Limits{Wall: 1500 * time.Millisecond, MemoryBytes: 256 << 20, Procs: 32, OutputBytes: 64 << 10}
+	long := short
+	long.Wall = 5 * time.Second
 	cases := []hostileCase{
 		{name: "infinite loop", src: "while True:\n    pass\n", limits: short, want: map[string]Status{"": StatusTimeout}},
 		{name: "cpu limit", src: "while True:\n    pass\n",
-			limits: Limits{Wall: 4 * time.Second, CPU: time.Second, Procs: 32},
+			limits: Limits{Wall: 8 * time.Second, CPU: time.Second, Procs: 32},
 			want:   map[string]Status{"": StatusTimeout},
 			check: func(t *testing.T, res Result, ns bool) {
-				if !strings.Contains(res.Detail, "cpu") {
+				// On a machine so loaded that the loop got < 1 s of CPU in
+				// 8 s, the wall limit rightly fires first.
+				if !strings.Contains(res.Detail, "cpu") && res.CPU >= 900*time.Millisecond {
 					t.Errorf("detail %q does not blame the CPU limit", res.Detail)
 				}
 			}},
 		{name: "fork bomb", src: "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
 			limits: short, want: map[string]Status{"": StatusTimeout}},
-		{name: "memory bomb", src: "chunks = []\nwhile True:\n    chunks.append(bytearray(16 << 20))\n",
-			limits: short, want: map[string]Status{"": StatusMemory}},
-		{name: "huge allocation", src: "x = bytearray(8 << 30)\n", limits: short, want: map[string]Status{"": StatusMemory}},
+		{name: "memory bomb", src: "chunks = []\nwhile True:\n    chunks.append(b'x' * (32 << 20))\n",
+			limits: long, want: map[string]Status{"": StatusMemory}},
+		{name: "huge allocation", src: "x = bytearray(8 << 30)\n", limits: long, want: map[string]Status{"": StatusMemory}},
 		{name: "1 GiB of output", src: "import sys\nb = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(b)\n",
-			limits: short, want: map[string]Status{"": StatusOutputLimit},
+			limits: long, want: map[string]Status{"": StatusOutputLimit},
 			check: func(t *testing.T, res Result, ns bool) {
 				if !res.Truncated || len(res.Stdout) != 64<<10 {
 					t.Errorf("truncated=%v len(stdout)=%d, want true and %d", res.Truncated, len(res.Stdout), 64<<10)
 				}
 			}},
-		{name: "write outside work dir", limits: short, want: map[string]Status{"": StatusOK},
+		{name: "write outside work dir", limits: long, want: map[string]Status{"": StatusOK},
 			src: fmt.Sprintf(`import os
 for p in ["/usr/troupe-escape", "/etc/troupe-escape", "/troupe-escape", %q, %q]:
     try:
@@ -223,7 +217,7 @@ for p in ["/usr/troupe-escape", "/etc/troupe-escape", "/troupe-escape", %q, %q]:
 				}
 				os.Remove(filepath.Join(open, "escape"))
 			}},
-		{name: "read host files", limits: short, want: map[string]Status{"": StatusOK},
+		{name: "read host files", limits: long, want: map[string]Status{"": StatusOK},
 			src: fmt.Sprintf(`for p in [%q, %q, "/etc/passwd", "/etc/shadow"]:
     try:
         print("READ", p, open(p).read().replace("\n", "|"))
@@ -252,7 +246,7 @@ for p in ["/usr/troupe-escape", "/etc/troupe-escape", "/troupe-escape", %q, %q]:
 					}
 				}
 			}},
-		{name: "connect to host port", limits: short,
+		{name: "connect to host port", limits: long,
 			want: map[string]Status{"": StatusOK},
 			src: fmt.Sprintf(`import socket
 s = socket.socket()
@@ -272,7 +266,7 @@ except OSError as e:
 					t.Logf("fallback (expected, no network isolation): connected")
 				}
 			}},
-		{name: "daemonised grandchild", limits: short, want: map[string]Status{"": StatusOK},
+		{name: "daemonised grandchild", limits: long, want: map[string]Status{"": StatusOK},
 			src: `import os, time
 if os.fork() == 0:
     os.setsid()
@@ -283,7 +277,7 @@ time.sleep(0.1)
 print("parent done")
 `,
 			check: func(t *testing.T, res Result, ns bool) {
-				if res.Wall > time.Second {
+				if res.Wall > 3*time.Second {
 					t.Errorf("Run waited %v for the daemon", res.Wall)
 				}
 			}},
@@ -294,14 +288,14 @@ os.fork()
 while True:
     time.sleep(1)
 `},
-		{name: "closes stdout early", limits: short, want: map[string]Status{"": StatusOK},
+		{name: "closes stdout early", limits: long, want: map[string]Status{"": StatusOK},
 			src: "import os, sys, time\nprint('bye', flush=True)\nos.close(1)\ntime.sleep(0.3)\nsys.stderr.write('still here')\n",
 			check: func(t *testing.T, res Result, ns bool) {
 				if string(res.Stdout) != "bye\n" || string(res.Stderr) != "still here" {
 					t.Errorf("stdout %q stderr %q", res.Stdout, res.Stderr)
 				}
 			}},
-		{name: "big file", limits: Limits{Wall: 1500 * time.Millisecond, FileBytes: 1 << 20},
+		{name: "big file", limits: Limits{Wall: 5 * time.Second, FileBytes: 1 << 20},
 			want: map[string]Status{"": StatusExit},
 			src:  "with open('big', 'wb') as f:\n    f.write(b'x' * (4 << 20))\n",
 			check: func(t *testing.T, res Result, ns bool) {

@@ -123,6 +123,23 @@ func (s *Sandbox) initFallback() {
 	s.ns = false
 	if s.root {
 		s.uids = newUIDPool(fallbackUID0, fallbackUIDs)
+		if s.python != "" && !worldExecutable(s.python) {
+			s.log.Warn("sandbox: the fallback runs programs under private uids, which cannot execute this python; python programs will fail with setup_error (set sandbox.python to a world-executable interpreter)", "python", s.python)
+		}
+	}
+}
+
+// worldExecutable reports whether every directory on p's path is searchable
+// and p executable by other users.
+func worldExecutable(p string) bool {
+	for q := p; ; q = filepath.Dir(q) {
+		fi, err := os.Stat(q)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if q == "/" {
+			return true
+		}
 	}
 }
 
@@ -194,7 +211,9 @@ func (s *Sandbox) initNamespaces() error {
 	s.ns = true
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	res, err := s.exec(ctx, spec{Probe: true}, Program{}, s.defaults, nil)
+	probe := s.defaults
+	probe.Wall = 20 * time.Second
+	res, err := s.exec(ctx, spec{Probe: true}, Program{}, probe, nil)
 	if err != nil {
 		s.ns = false
 		return err

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := &cliEnv{stdout: &out, stderr: &errb, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	code = runMain(context.Background(), env, args)
+	return code, out.String(), errb.String()
+}
+
+func TestSandboxRun(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "add.py")
+	os.WriteFile(prog, []byte("a, b = map(int, input().split())\nprint(a + b)\n"), 0o644)
+	in := filepath.Join(dir, "in.txt")
+	os.WriteFile(in, []byte("2 3\n"), 0o644)
+	loop := filepath.Join(dir, "loop.py")
+	os.WriteFile(loop, []byte("while True: pass\n"), 0o644)
+
+	code, out, errs := runCLI(t, "sandbox", "run", prog, "--stdin", in, "--timeout", "3s", "--memory", "256M")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res struct {
+		Status    string `json:"status"`
+		Stdout    string `json:"stdout"`
+		ExitCode  int    `json:"exit_code"`
+		WallNS    int64  `json:"wall_ns"`
+		Isolation string `json:"isolation"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if res.Status != "ok" || res.Stdout != "5\n" || res.WallNS <= 0 || res.Isolation == "" {
+		t.Fatalf("%+v", res)
+	}
+
+	code, out, _ = runCLI(t, "sandbox", "run", loop, "--timeout", "300ms")
+	if code != 0 || !strings.Contains(out, `"status": "timeout"`) {
+		t.Fatalf("loop: exit %d: %s", code, out)
+	}
+
+	for _, args := range [][]string{
+		{"sandbox"},
+		{"sandbox", "run"},
+		{"sandbox", "exec", prog},
+		{"sandbox", "run", filepath.Join(dir, "missing.py")},
+		{"sandbox", "run", prog, "--stdin", filepath.Join(dir, "missing.txt")},
+		{"sandbox", "run", prog, "--timeout", "soon"},
+		{"sandbox", "run", prog, "--memory", "lots"},
+		{"sandbox", "run", prog, "--memory", "1M"},
+		{"sandbox", "run", prog, "--isolation", "chroot"},
+		{"sandbox", "run", in},
+		{"sandbox", "run", prog, "--lang", "cobol"},
+		{"sandbox", "run", prog, "--bogus"},
+	} {
+		if code, _, errs := runCLI(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errs)
+		}
+	}
+	if code, out, _ := runCLI(t, "sandbox", "--help"); code != 0 || !strings.Contains(out, "--memory") {
+		t.Errorf("help: %d %s", code, out)
+	}
+}
