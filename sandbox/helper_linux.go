@@ -37,6 +37,7 @@ const (
 // spec is what the parent tells the helper, as JSON on fd 3.
 type spec struct {
 	Namespaces bool              `json:"ns"`
+	Stage      string            `json:"stage,omitempty"` // host directory to build the new root on
 	Probe      bool              `json:"probe,omitempty"` // set everything up, then exit 0
 	Path       string            `json:"path"`            // executable to execve
 	Argv       []string          `json:"argv"`
@@ -219,7 +220,7 @@ func setupMounts(s *spec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
-	const root = "/tmp" // any existing directory works as the mount point
+	root := s.Stage // an existing directory no bind source lives under
 	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=4m,nr_inodes=4096"); err != nil {
 		return fmt.Errorf("mount root tmpfs: %w", err)
 	}

@@ -35,6 +35,7 @@ type Sandbox struct {
 	pyErr    error
 	binds    []hostBind
 	symlinks [][2]string
+	stage    string // where the helper builds the new root (see pickStage)
 	root     bool // troupe runs as root
 	uids     *uidPool
 	runSeq   atomic.Uint64
@@ -208,6 +209,9 @@ func (s *Sandbox) initNamespaces() error {
 			return err
 		}
 	}
+	if s.stage = pickStage(s.binds); s.stage == "" {
+		return errors.New("no directory to build the sandbox root on: every candidate holds a bind source")
+	}
 	s.ns = true
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -223,6 +227,25 @@ func (s *Sandbox) initNamespaces() error {
 		return fmt.Errorf("probe: %s: %s", res.Status, res.Detail)
 	}
 	return nil
+}
+
+// pickStage returns an existing host directory that no bind source lives
+// under: the helper mounts the sandbox's root tmpfs over it (in its private
+// mount namespace), which hides what was there.
+func pickStage(binds []hostBind) string {
+next:
+	for _, d := range []string{"/tmp", "/mnt", "/run", "/var/tmp", "/opt", "/srv", "/media"} {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			continue
+		}
+		for _, b := range binds {
+			if b.source == d || strings.HasPrefix(b.source, d+"/") {
+				continue next
+			}
+		}
+		return d
+	}
+	return ""
 }
 
 func coveredBy(p string, dirs map[string]bool) bool {
@@ -321,6 +344,7 @@ func (s *Sandbox) exec(ctx context.Context, sp spec, p Program, l Limits, lang *
 			sp.Binds = append(sp.Binds, bindSpec{Source: b.source, Target: b.target, Dir: b.dir, Dev: b.dev})
 		}
 		sp.Symlinks = s.symlinks
+		sp.Stage = s.stage
 	} else {
 		attr.Setsid = true
 		dir, err := s.fallbackDir(sp.Files)
