@@ -69,7 +69,6 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-
 // runLeftovers lists processes that carry this test process's run marker.
 func runLeftovers() []int {
 	prefix := []byte(markerEnv + "=" + strconv.Itoa(os.Getpid()) + "-")

@@ -36,7 +36,7 @@ type Sandbox struct {
 	binds    []hostBind
 	symlinks [][2]string
 	stage    string // where the helper builds the new root (see pickStage)
-	root     bool // troupe runs as root
+	root     bool   // troupe runs as root
 	uids     *uidPool
 	runSeq   atomic.Uint64
 }
