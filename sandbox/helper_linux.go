@@ -1,16 +1,19 @@
 package sandbox
 
 // The init helper. The runner starts its own executable (/proc/self/exe) with
-// helperEnv set, inside fresh namespaces (namespace mode) or a fresh session
+// helperEnv=1, inside fresh namespaces (namespace mode) or a fresh session
 // (rlimit fallback). This file's init function notices the variable before
-// main runs, reads a spec from fd 3, prepares the file system, sets rlimits,
-// drops every capability and execve's the program, which thereby becomes
-// PID 1 of the sandbox's PID namespace: when it exits the kernel kills
-// everything else in the namespace, so nothing outlives the run. Failures
-// before execve are written to fd 4 (closed on exec) and the helper exits
-// with helperFailCode.
+// main runs, reads a spec from fd 3, prepares the file system and starts the
+// executable once more with helperEnv=2 ("stage 2") under the program's uid,
+// without capabilities or new privileges. Stage 2 sets the rlimits on itself
+// — RLIMIT_AS cannot be set on a Go process that keeps running — and
+// execve's the program. The helper stays PID 1 of the namespace: it reaps
+// orphans, lets the program have ordinary signal semantics (a PID 1 ignores
+// default-action signals), and reports the program's wait status on fd 4.
+// Setup failures are reported on fd 4 too, as JSON lines (helperMsg).
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,7 +22,9 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -68,21 +73,61 @@ type rlimitSpec struct {
 	Max      uint64 `json:"max"`
 }
 
-func init() {
-	if os.Getenv(helperEnv) != "1" {
-		return
-	}
-	// execve must come from the thread whose credentials we trimmed.
-	runtime.LockOSThread()
-	debug.SetGCPercent(-1)
-	if err := helperMain(); err != nil {
-		f := os.NewFile(errFD, "err")
-		fmt.Fprintf(f, "%v", err)
-		os.Exit(helperFailCode)
-	}
-	os.Exit(0) // probe
+// stage2 is what the helper tells the process that becomes the program,
+// in the stage2Env variable.
+type stage2 struct {
+	Path    string       `json:"path"`
+	Argv    []string     `json:"argv"`
+	Env     []string     `json:"env"`
+	Rlimits []rlimitSpec `json:"rlimits"`
 }
 
+// helperMsg is one JSON line the helper or stage 2 writes on fd 4.
+type helperMsg struct {
+	Error  string `json:"error,omitempty"` // setup failed
+	Status *struct {
+		WaitStatus uint32 `json:"ws"`
+		CPU        int64  `json:"cpu_ns"`
+		MaxRSS     int64  `json:"maxrss"`
+	} `json:"status,omitempty"` // how the program ended
+}
+
+const stage2Env = "TROUPE_SANDBOX_EXEC"
+
+func init() {
+	stage := os.Getenv(helperEnv)
+	if stage != "1" && stage != "2" {
+		return
+	}
+	// Credentials are per thread: the thread that trimmed them must be the
+	// one that forks or execve's.
+	runtime.LockOSThread()
+	debug.SetGCPercent(-1)
+	var err error
+	if stage == "1" {
+		err = helperMain()
+	} else {
+		err = stage2Main()
+	}
+	if err != nil {
+		writeMsg(helperMsg{Error: err.Error()})
+		os.Exit(helperFailCode)
+	}
+	os.Exit(0)
+}
+
+func writeMsg(m helperMsg) {
+	b, _ := json.Marshal(m)
+	unix.Write(errFD, append(b, '\n'))
+}
+
+// helperMain is the init helper: PID 1 of the sandbox in namespace mode, a
+// session leader and child subreaper in the fallback. It prepares the file
+// system, starts stage 2 (which sets the rlimits and execve's the program),
+// reaps every process that is reparented to it, and reports the program's
+// wait status and CPU time on fd 4 when the program exits. Its own exit then
+// ends the run: in namespace mode the kernel kills everything left in the
+// PID namespace.
 func helperMain() error {
 	syscall.CloseOnExec(errFD)
 	f := os.NewFile(specFD, "spec")
@@ -109,65 +154,147 @@ func helperMain() error {
 		if err := os.Chdir(s.Dir); err != nil {
 			return fmt.Errorf("chdir: %w", err)
 		}
+		// Orphans (double-forked daemons) are reparented to us, not to the
+		// host's init, so that we can kill them.
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("subreaper: %w", err)
+		}
 	}
 	if s.Probe {
 		return nil
 	}
-	argv, err := syscall.SlicePtrFromStrings(s.Argv)
+	cwd, err := os.Getwd()
 	if err != nil {
 		return err
 	}
-	envv, err := syscall.SlicePtrFromStrings(s.Env)
+	st, err := json.Marshal(stage2{Path: s.Path, Argv: s.Argv, Env: s.Env, Rlimits: s.Rlimits})
 	if err != nil {
 		return err
 	}
-	path, err := syscall.BytePtrFromString(s.Path)
-	if err != nil {
-		return err
-	}
-	if s.Namespaces {
-		// Bounding set and securebits need CAP_SETPCAP: before setuid.
-		if err := dropBoundingCaps(); err != nil {
-			return err
-		}
-	}
-	if s.UID >= 0 {
-		// Raw syscalls: only this (locked) thread changes identity, and it is
-		// the one that execve's.
-		if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
-			return fmt.Errorf("setgroups: %w", e)
-		}
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(s.GID), uintptr(s.GID), uintptr(s.GID)); e != 0 {
-			return fmt.Errorf("setresgid: %w", e)
-		}
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(s.UID), uintptr(s.UID), uintptr(s.UID)); e != 0 {
-			return fmt.Errorf("setresuid: %w", e)
-		}
-	}
-	// Changing uid cleared the parent-death signal: if troupe dies, so does
-	// the run (PID 1 of the namespace takes everything else with it).
-	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
-		return fmt.Errorf("pdeathsig: %w", err)
-	}
+	// Inherited by stage 2 through fork: no new privileges, and (in the
+	// namespace) no capabilities on execve even as uid 0.
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
 	if s.Namespaces {
-		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-		var data [2]unix.CapUserData
-		if err := unix.Capset(&hdr, &data[0]); err != nil {
-			return fmt.Errorf("capset: %w", err)
+		if err := dropBoundingCaps(); err != nil {
+			return err
 		}
 	}
-	// Address space last: nothing below allocates.
-	for _, rl := range s.Rlimits {
+	sys := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if s.UID >= 0 {
+		sys.Credential = &syscall.Credential{Uid: uint32(s.UID), Gid: uint32(s.GID), Groups: []uint32{}}
+	}
+	pid, err := syscall.ForkExec("/proc/self/exe", []string{"troupe-sandbox-exec"}, &syscall.ProcAttr{
+		Dir:   cwd,
+		Env:   []string{helperEnv + "=2", stage2Env + "=" + string(st)},
+		Files: []uintptr{0, 1, 2, ^uintptr(0), errFD},
+		Sys:   sys,
+	})
+	if err != nil {
+		return fmt.Errorf("start stage 2: %w", err)
+	}
+	// Close our copies of the program's stdio: EOF reaches the runner when
+	// the program's side closes.
+	for fd := 0; fd <= 2; fd++ {
+		unix.Close(fd)
+	}
+	var ws syscall.WaitStatus
+	for {
+		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("wait: %w", err)
+		}
+		if wpid == pid {
+			break
+		}
+	}
+	if !s.Namespaces {
+		killDescendants()
+	}
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	m := helperMsg{}
+	m.Status = &struct {
+		WaitStatus uint32 `json:"ws"`
+		CPU        int64  `json:"cpu_ns"`
+		MaxRSS     int64  `json:"maxrss"`
+	}{uint32(ws), ru.Utime.Nano() + ru.Stime.Nano(), ru.Maxrss << 10}
+	writeMsg(m)
+	return nil
+}
+
+// killDescendants (fallback mode) SIGKILLs and reaps our remaining
+// children, including orphans reparented to us, until none is left.
+func killDescendants() {
+	me := strconv.Itoa(os.Getpid())
+	for range 500 {
+		d, err := os.Open("/proc")
+		if err != nil {
+			return
+		}
+		names, _ := d.Readdirnames(-1)
+		d.Close()
+		for _, n := range names {
+			b, err := os.ReadFile("/proc/" + n + "/stat")
+			if err != nil {
+				continue
+			}
+			if i := bytes.LastIndexByte(b, ')'); i > 0 {
+				if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[1] == me {
+					if pid, err := strconv.Atoi(n); err == nil {
+						unix.Kill(pid, unix.SIGKILL)
+					}
+				}
+			}
+		}
+		for {
+			var ws syscall.WaitStatus
+			wpid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if err == syscall.ECHILD {
+				return
+			}
+			if err != nil && err != syscall.EINTR || wpid == 0 {
+				break
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// stage2Main runs in the child of the helper, already with the program's
+// uid, no_new_privs and no capabilities: it sets the rlimits and execve's
+// the program. RLIMIT_AS goes last, just before execve; nothing in between
+// allocates.
+func stage2Main() error {
+	syscall.CloseOnExec(errFD)
+	var st stage2
+	if err := json.Unmarshal([]byte(os.Getenv(stage2Env)), &st); err != nil {
+		return fmt.Errorf("decode stage 2: %w", err)
+	}
+	argv, err := syscall.SlicePtrFromStrings(st.Argv)
+	if err != nil {
+		return err
+	}
+	envv, err := syscall.SlicePtrFromStrings(st.Env)
+	if err != nil {
+		return err
+	}
+	path, err := syscall.BytePtrFromString(st.Path)
+	if err != nil {
+		return err
+	}
+	for _, rl := range st.Rlimits {
 		lim := unix.Rlimit{Cur: rl.Cur, Max: rl.Max}
 		if err := unix.Prlimit(0, rl.Resource, &lim, nil); err != nil {
 			return fmt.Errorf("setrlimit %d: %w", rl.Resource, err)
 		}
 	}
 	_, _, e := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(path)), uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
-	return fmt.Errorf("execve %s: %w", s.Path, e)
+	return fmt.Errorf("execve %s: %w", st.Path, e)
 }
 
 // dropBoundingCaps leaves this thread no way to regain capabilities: the

@@ -53,6 +53,23 @@ func TestRunBasics(t *testing.T) {
 						t.Errorf("signal %q", r.Signal)
 					}
 				}},
+				{"kills itself", Program{Lang: "python", Source: "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\nprint('survived')"}, StatusSignal,
+					func(t *testing.T, r Result) {
+						if r.Signal != "SIGTERM" || len(r.Stdout) != 0 {
+							t.Errorf("signal %q stdout %q", r.Signal, r.Stdout)
+						}
+					}},
+				{"alarm", Program{Lang: "python", Source: "import signal, time\nsignal.alarm(1)\ntime.sleep(10)"}, StatusSignal,
+					func(t *testing.T, r Result) {
+						if r.Signal != "SIGALRM" {
+							t.Errorf("signal %q", r.Signal)
+						}
+					}},
+				{"abort", Program{Lang: "python", Source: "import os\nos.abort()"}, StatusSignal, func(t *testing.T, r Result) {
+					if r.Signal != "SIGABRT" {
+						t.Errorf("signal %q", r.Signal)
+					}
+				}},
 				{"shell", Program{Lang: "sh", Source: "echo $((6*7))"}, StatusOK, func(t *testing.T, r Result) {
 					if string(r.Stdout) != "42\n" {
 						t.Errorf("stdout %q stderr %q", r.Stdout, r.Stderr)

@@ -339,6 +339,9 @@ func (s *Sandbox) exec(ctx context.Context, sp spec, p Program, l Limits, lang *
 		} else {
 			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
 			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
+			// One uid for helper and program: leave room for the helper's
+			// threads.
+			procs += 16
 		}
 		for _, b := range s.binds {
 			sp.Binds = append(sp.Binds, bindSpec{Source: b.source, Target: b.target, Dir: b.dir, Dev: b.dev})
@@ -496,7 +499,26 @@ func (s *Sandbox) exec(ctx context.Context, sp spec, p Program, l Limits, lang *
 		eR.SetReadDeadline(deadline)
 	}
 	readers.Wait()
-	setupMsg, _ := io.ReadAll(io.LimitReader(errR, 64<<10))
+	var (
+		setupMsg string
+		relayed  *syscall.WaitStatus
+	)
+	msgs, _ := io.ReadAll(io.LimitReader(errR, 64<<10))
+	for _, line := range bytes.Split(msgs, []byte("\n")) {
+		var m helperMsg
+		if len(line) == 0 || json.Unmarshal(line, &m) != nil {
+			continue
+		}
+		if m.Error != "" && setupMsg == "" {
+			setupMsg = m.Error
+		}
+		if m.Status != nil {
+			ws := syscall.WaitStatus(m.Status.WaitStatus)
+			relayed = &ws
+			res.CPU = time.Duration(m.Status.CPU)
+			res.MaxRSS = m.Status.MaxRSS
+		}
+	}
 
 	res.Stdout, res.Stderr = stdout.buf.Bytes(), stderr.buf.Bytes()
 	res.Truncated = stdout.full || stderr.full
@@ -505,17 +527,21 @@ func (s *Sandbox) exec(ctx context.Context, sp spec, p Program, l Limits, lang *
 		res.Status, res.Detail = StatusSetup, fmt.Sprintf("wait: %v", werr)
 		return res, nil
 	}
-	if ru, ok := state.SysUsage().(*syscall.Rusage); ok {
+	ws := state.Sys().(syscall.WaitStatus)
+	if relayed != nil {
+		ws = *relayed // the program's own status, relayed by the helper
+	} else if ru, ok := state.SysUsage().(*syscall.Rusage); ok {
+		// The helper was killed (timeout, output limit) or failed: its
+		// usage includes the program only where it reaped it.
 		res.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		res.MaxRSS = ru.Maxrss << 10
 	}
-	ws := state.Sys().(syscall.WaitStatus)
 	res.ExitCode = ws.ExitStatus()
 	if ws.Signaled() {
 		res.Signal = unix.SignalName(ws.Signal())
 	}
 	reason, _ := why.Load().(string)
-	classify(&res, ws, reason, string(setupMsg), l, lang)
+	classify(&res, ws, reason, setupMsg, l, lang)
 	return res, nil
 }
 
