@@ -16,53 +16,66 @@
 // # Security model
 //
 // Each run starts the current executable again (/proc/self/exe) as a small
-// init helper; this package's init function recognises it before main runs.
-// In namespace mode (the default wherever the kernel allows it) the helper
-// is created in new user, PID, mount, network, IPC, UTS and cgroup
-// namespaces and:
+// init helper; this package's init function recognises it before main runs
+// (binaries that import sandbox must not do heavy work in init). In
+// namespace mode (the default wherever the kernel allows it) the helper is
+// created in new user, PID, mount, network, IPC, UTS and cgroup namespaces
+// and:
 //
-//   - maps one uid/gid: uid 0 inside is host uid 65534 (nobody) when troupe
-//     runs as root, or the invoking user otherwise — never host root;
 //   - builds a new root on a tmpfs and pivot_roots into it. Visible:
 //     read-only binds of /usr, /bin, /lib*, /sbin, /etc/ld.so.cache,
-//     /etc/alternatives and the interpreter's installation; a synthetic
-//     /etc/passwd, group, hosts; /dev/{null,zero,full,random,urandom}; a
-//     fresh /proc of the new PID namespace; writable size-limited tmpfs at
-//     /work (the cwd, holding the source and Program.Files) and /tmp.
-//     Everything else of the host (home directories, /etc, other runs'
-//     files, the host /tmp) is invisible; the root itself is read-only;
+//     /etc/alternatives, /etc/localtime and the interpreter's installation
+//     (e.g. /root/.pyenv/versions/3.11.7); a synthetic /etc/passwd, group,
+//     hosts; /dev/{null,zero,full,random,urandom}; a fresh /proc of the new
+//     PID namespace; writable size-limited tmpfs at /work (the cwd, holding
+//     the source and Program.Files), /tmp and /dev/shm. Everything else of
+//     the host (home directories, /etc, other runs' files, the host /tmp) is
+//     invisible; the root itself is read-only. Nothing touches the host disk;
 //   - has only a loopback interface that is down: no network at all;
-//   - sets rlimits (CPU, address space, processes via RLIMIT_NPROC — which
-//     the user namespace makes per-run —, file size, open files, no core
-//     files), sets no_new_privs, empties every capability set and locks
-//     securebits so the program cannot regain capabilities;
-//   - execve's the program, which becomes PID 1 of the namespace. When it
-//     exits, or the runner kills it (wall timeout, output limit, ctx), the
+//   - starts the program (through a second, short-lived stage of the same
+//     executable that sets the rlimits and execve's) as an unprivileged uid:
+//     uid 1 inside, host uid 65534 (nobody), when troupe runs as root — the
+//     helper itself keeps uid 0 inside, host root without host capabilities,
+//     to reach bind sources such as /root/.pyenv —, or the invoking user
+//     (uid 0 inside) otherwise. The program has no_new_privs, empty
+//     capability sets (bounding set dropped, securebits locked so that uid 0
+//     gains nothing on execve) and rlimits: CPU (SIGKILL at the limit),
+//     address space, processes (RLIMIT_NPROC, which the user namespace makes
+//     per run), file size, 256 open files, no core files;
+//   - stays PID 1 of the namespace: it reaps orphans and, when the program
+//     exits, reports its wait status and CPU time and exits, whereupon the
 //     kernel kills every other process in the namespace before the runner's
-//     wait returns: double-forked daemons, SIGTERM-ignoring children and
-//     fork bombs do not outlive the run. Nothing is written to the host disk.
+//     wait returns. On wall timeout, output limit or ctx cancellation the
+//     runner SIGKILLs the helper, with the same effect. Double-forked
+//     daemons, SIGTERM-ignoring children and fork bombs do not outlive the
+//     run, and if troupe itself dies the parent-death signal kills the run.
 //
 // Not isolated in namespace mode: CPU and memory bandwidth (no cgroups — the
-// cgroup v2 hierarchy on the development machines has no controllers, so
-// memory is bounded per process by RLIMIT_AS times Procs, and CPU only by
-// time); kernel attack surface (no seccomp filter); and the programs see the
-// host's read-only system directories. Each run has its own namespaces, so
-// runs cannot see or signal each other.
+// cgroup v2 hierarchy of the development machines has no controllers, so
+// memory is bounded per process by RLIMIT_AS, i.e. at most Procs × MemoryMB
+// per run plus the tmpfs contents, and CPU only by time); the kernel's
+// attack surface (no seccomp filter); and the programs can read the host's
+// system directories listed above. Each run has its own namespaces, so runs
+// cannot see or signal each other.
 //
 // # Fallback
 //
-// Where user namespaces are unavailable (a kernel or container that forbids
-// them), New logs one warning and falls back to rlimits plus kill of the
-// run's session, in a fresh host temp directory under Config.TempRoot that
-// is removed afterwards — unless Config.Require is set, in which case New
-// returns an error. In the fallback the program sees the host file system
-// and network with the runner's permissions. When troupe runs as root the
-// fallback runs each program under a private uid (from 1900000 up) so that
-// RLIMIT_NPROC is per run, the host's private files stay unreadable, and
-// every process of that uid — including escaped daemons — is killed after
-// the run; as another user it kills the session and every process carrying
-// the run's marker environment variable, which a hostile program can evade.
-// Result.Isolation says which mode a run had.
+// Where namespace isolation is unavailable (a kernel or container that
+// forbids user namespaces), New logs one warning and falls back to rlimits
+// and a fresh session, in a fresh host directory under Config.TempRoot that
+// is removed afterwards — unless Config.Require is set (or Isolation is
+// "namespaces"), in which case New returns an error. In the fallback the
+// program sees the host file system and network with the permissions of
+// the uid it runs as. The helper is a child subreaper: orphans are
+// reparented to it and killed when the program exits; the runner also kills
+// the session. When troupe runs as root, each program runs under a private
+// uid (from 1900000 up; the interpreter and TempRoot must be usable by
+// it) so that RLIMIT_NPROC is per run, the host's private files stay
+// unreadable, and every process of that uid is killed after the run. As
+// another user programs run as that user: they can read and write the
+// user's files, RLIMIT_NPROC counts all of the user's processes, and escaped
+// processes are found by a marker environment variable, which a hostile
+// program can clear. Result.Isolation says which mode a run had.
 package sandbox
 
 import (
