@@ -69,9 +69,9 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// runLeftovers lists processes that carry this test process's run marker.
-func runLeftovers() []int {
-	prefix := []byte(markerEnv + "=" + strconv.Itoa(os.Getpid()) + "-")
+// runLeftovers lists live processes that carry the run marker of s.
+func runLeftovers(s *Sandbox) []int {
+	prefix := []byte(markerEnv + "=" + s.markerPrefix())
 	var pids []int
 	for _, pid := range procPIDs() {
 		env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
@@ -349,7 +349,7 @@ while True:
 	// directory may remain.
 	deadline := time.Now().Add(time.Second)
 	for {
-		left := runLeftovers()
+		left := runLeftovers(s)
 		if len(left) == 0 {
 			break
 		}

@@ -33,13 +33,18 @@ type Sandbox struct {
 	ns       bool   // namespace mode
 	python   string // resolved interpreter, "" when none was found
 	pyErr    error
+	pyWant   string // Config.Python
 	binds    []hostBind
 	symlinks [][2]string
 	stage    string // where the helper builds the new root (see pickStage)
 	root     bool   // troupe runs as root
 	uids     *uidPool
-	runSeq   atomic.Uint64
+	id       uint64 // distinguishes this Sandbox's run markers from others'
 }
+
+// sandboxSeq and runSeq number Sandboxes and runs within the process: a
+// run's marker is "pid-sandbox-run".
+var sandboxSeq, runSeq atomic.Uint64
 
 // hostBind is a host path bound read-only into every sandbox.
 type hostBind struct {
@@ -75,8 +80,10 @@ func New(cfg Config, logger *slog.Logger) (*Sandbox, error) {
 		defaults: cfg.Limits(),
 		sem:      make(chan struct{}, cfg.Workers),
 		root:     os.Geteuid() == 0,
+		id:       sandboxSeq.Add(1),
 	}
 	s.python, s.pyErr = resolvePython(cfg.Python)
+	s.pyWant = cfg.Python
 	if s.pyErr != nil {
 		logger.Warn("sandbox: no python interpreter; python programs will fail with setup_error", "err", s.pyErr)
 	}
@@ -96,6 +103,11 @@ func New(cfg Config, logger *slog.Logger) (*Sandbox, error) {
 	}
 	logger.Debug("sandbox: namespace isolation enabled", "python", s.python)
 	return s, nil
+}
+
+// markerPrefix starts the marker value of every run of s.
+func (s *Sandbox) markerPrefix() string {
+	return fmt.Sprintf("%d-%d-", os.Getpid(), s.id)
 }
 
 // Isolation names the mechanism runs get: "namespaces" or "rlimits".
@@ -144,42 +156,53 @@ func worldExecutable(p string) bool {
 	}
 }
 
+// pythonInfo is what resolvePython learns about an interpreter.
+type pythonInfo struct {
+	exe  string   // real executable
+	dirs []string // directories it needs: prefixes and the executable's
+	err  error
+}
+
+var pythonCache sync.Map // "python3" or a configured path → *pythonInfo
+
 // resolvePython finds the real python3 executable: pyenv shims and
 // wrappers are shell scripts that cost tens of milliseconds per start and
-// need files outside the sandbox.
+// need files outside the sandbox. Answers are cached per process.
 func resolvePython(want string) (string, error) {
+	pi := lookupPython(want)
+	return pi.exe, pi.err
+}
+
+// pythonDirs returns the directories the interpreter needs.
+func pythonDirs(want string) []string { return lookupPython(want).dirs }
+
+func lookupPython(want string) *pythonInfo {
 	if want == "" {
 		want = "python3"
 	}
-	p, err := exec.LookPath(want)
-	if err != nil {
-		return "", errorf("python: %w", err)
+	if v, ok := pythonCache.Load(want); ok {
+		return v.(*pythonInfo)
 	}
-	out, err := exec.Command(p, "-c", "import os, sys; print(os.path.realpath(sys.executable))").Output()
-	if err != nil {
-		return "", errorf("python: ask %s for sys.executable: %w", p, err)
+	pi := &pythonInfo{}
+	if p, err := exec.LookPath(want); err != nil {
+		pi.err = errorf("python: %w", err)
+	} else if out, err := exec.Command(p, "-c", "import os, sys\nfor p in (sys.executable, sys.prefix, sys.base_prefix): print(os.path.realpath(p))").Output(); err != nil {
+		pi.err = errorf("python: ask %s for sys.executable: %w", p, err)
+	} else if f := strings.Split(strings.TrimSpace(string(out)), "\n"); len(f) != 3 || !filepath.IsAbs(f[0]) {
+		pi.err = errorf("python: %s reports %q", p, out)
+	} else {
+		pi.exe = f[0]
+		pi.dirs = []string{f[1], f[2], filepath.Dir(f[0])}
 	}
-	exe := strings.TrimSpace(string(out))
-	if !filepath.IsAbs(exe) {
-		return "", errorf("python: %s reports sys.executable %q", p, exe)
-	}
-	return exe, nil
-}
-
-// pythonDirs returns the directories the interpreter needs (prefixes).
-func pythonDirs(exe string) []string {
-	out, err := exec.Command(exe, "-c", "import os, sys; print(os.path.realpath(sys.prefix)); print(os.path.realpath(sys.base_prefix)); print(os.path.dirname(os.path.realpath(sys.executable)))").Output()
-	if err != nil {
-		return []string{filepath.Dir(exe)}
-	}
-	return strings.Fields(string(out))
+	v, _ := pythonCache.LoadOrStore(want, pi)
+	return v.(*pythonInfo)
 }
 
 // initNamespaces opens the host paths to bind and probes a full setup.
 func (s *Sandbox) initNamespaces() error {
 	paths := []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime"}
 	if s.python != "" {
-		paths = append(paths, pythonDirs(s.python)...)
+		paths = append(paths, pythonDirs(s.pyWant)...)
 	}
 	seen := map[string]bool{}
 	for _, p := range paths {
@@ -311,7 +334,7 @@ func (s *Sandbox) Run(ctx context.Context, p Program, l Limits) (Result, error) 
 // exec runs one helper with sp completed from s and l, and judges it.
 func (s *Sandbox) exec(ctx context.Context, sp spec, p Program, l Limits, lang *language) (Result, error) {
 	res := Result{Isolation: s.Isolation(), ExitCode: -1}
-	id := fmt.Sprintf("%d-%d", os.Getpid(), s.runSeq.Add(1))
+	id := fmt.Sprintf("%s%d", s.markerPrefix(), runSeq.Add(1))
 	sp.Namespaces = s.ns
 	sp.UID, sp.GID = -1, -1
 	sp.DiskBytes = l.DiskBytes
