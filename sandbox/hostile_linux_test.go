@@ -99,7 +99,19 @@ func childCount() int {
 			continue
 		}
 		f := strings.Fields(s[i+1:])
-		if len(f) > 2 && f[1] != "Z" && f[2] == me {
+		if len(f) > 1 && f[0] != "Z" && f[1] == me {
+			n++
+		}
+	}
+	return n
+}
+
+// sandboxUIDProcs counts live processes of the host uids sandboxed programs
+// run as when troupe is root (65534 and the fallback's private range).
+func sandboxUIDProcs() int {
+	n := 0
+	for _, pid := range procPIDs() {
+		if u, _, ok := procUID(pid); ok && (u == nsHostID || u >= fallbackUID0 && u < fallbackUID0+fallbackUIDs) {
 			n++
 		}
 	}
@@ -310,7 +322,7 @@ while True:
 			}},
 	}
 
-	childrenBefore := childCount()
+	childrenBefore, sandboxUIDsBefore := childCount(), sandboxUIDProcs()
 	t.Run("cases", func(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -361,6 +373,9 @@ while True:
 	}
 	if n := childCount(); n > childrenBefore {
 		t.Errorf("%d child processes remain (had %d)", n, childrenBefore)
+	}
+	if n := sandboxUIDProcs(); n > sandboxUIDsBefore {
+		t.Errorf("%d live processes of sandbox uids remain (had %d)", n, sandboxUIDsBefore)
 	}
 	ents, err := os.ReadDir(s.cfg.TempRoot)
 	if err != nil {
