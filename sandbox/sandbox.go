@@ -85,6 +85,9 @@ import (
 	"github.com/troupe-rl/troupe/internal/config"
 )
 
+// *Sandbox is the Runner env and rollout code get from New.
+var _ Runner = (*Sandbox)(nil)
+
 // Config is the "sandbox:" section of an experiment config.
 type Config struct {
 	// Require refuses to run without namespace isolation (default false:

@@ -121,7 +121,8 @@ func (s *Sandbox) Isolation() string {
 // Python returns the resolved python interpreter.
 func (s *Sandbox) Python() string { return s.python }
 
-// Close releases the descriptors the sandbox holds. Runs must have finished.
+// Close releases what the sandbox holds (today only its bind list; kept so
+// that callers defer it). Runs must have finished.
 func (s *Sandbox) Close() error {
 	s.closeBinds()
 	return nil
