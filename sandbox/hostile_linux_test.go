@@ -312,6 +312,35 @@ while True:
 					t.Errorf("stdout %q stderr %q", res.Stdout, res.Stderr)
 				}
 			}},
+		{name: "privileges", limits: long, want: map[string]Status{"": StatusOK},
+			src: `import os, socket
+st = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines())
+for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs"):
+    print(k, st[k].strip())
+print("hostname", socket.gethostname())
+try:
+    os.setuid(0)
+    print("SETUID ok")
+except OSError as e:
+    print("setuid blocked", e.errno)
+`,
+			check: func(t *testing.T, res Result, ns bool) {
+				out := string(res.Stdout)
+				for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
+					if !strings.Contains(out, k+" 0000000000000000") {
+						t.Errorf("%s not empty:\n%s", k, out)
+					}
+				}
+				if !strings.Contains(out, "NoNewPrivs 1") {
+					t.Errorf("no_new_privs not set:\n%s", out)
+				}
+				if ns && (!strings.Contains(out, "CapBnd 0000000000000000") || !strings.Contains(out, "hostname sandbox")) {
+					t.Errorf("namespace mode: bounding set or hostname:\n%s", out)
+				}
+				if os.Geteuid() == 0 && strings.Contains(out, "SETUID ok") {
+					t.Errorf("program could become root:\n%s", out)
+				}
+			}},
 		{name: "big file", limits: Limits{Wall: 5 * time.Second, FileBytes: 1 << 20},
 			want: map[string]Status{"": StatusExit},
 			src:  "with open('big', 'wb') as f:\n    f.write(b'x' * (4 << 20))\n",
