@@ -1,7 +1,7 @@
 // Package envtest helps test environments: a conformance suite every
 // envs.Env must pass ([Run]), an episode driver ([Play]) with oracle and
-// random-text policies, transcripts for golden files, and [PythonRunner], a
-// host python3 sandbox.Runner for tests only.
+// random-text policies, transcripts for golden files, and [NewRunner], the
+// real sandbox as the tool agents' runner.
 //
 // The suite checks the contract of package envs: determinism given a seed,
 // clone independence (stepping a clone never changes the original), no panic

@@ -16,7 +16,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
-func deps(t testing.TB) envs.Deps { return envs.Deps{Runner: envtest.NewPythonRunner(t)} }
+func deps(t testing.TB) envs.Deps { return envs.Deps{Runner: envtest.NewRunner(t)} }
 
 func TestConformance(t *testing.T) {
 	for _, mode := range []string{envs.ModeMulti, envs.ModeSingle} {
