@@ -1,5 +1,8 @@
 module github.com/troupe-rl/troupe
 
-go 1.26
+go 1.26.5
 
-require gopkg.in/yaml.v3 v3.0.1 // indirect
+require (
+	github.com/gomlx/gomlx v0.28.1 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
+)
