@@ -3,6 +3,14 @@ module github.com/troupe-rl/troupe
 go 1.26.5
 
 require (
-	github.com/gomlx/gomlx v0.28.1 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
+	github.com/gomlx/compute v0.1.0
+	github.com/gomlx/gomlx v0.28.1
+	gopkg.in/yaml.v3 v3.0.1
+)
+
+require (
+	github.com/go-logr/logr v1.4.3 // indirect
+	github.com/pkg/errors v0.9.1 // indirect
+	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f // indirect
+	k8s.io/klog/v2 v2.140.0 // indirect
 )
