@@ -12,22 +12,17 @@ import (
 	"testing"
 
 	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/gobackend"
 
 	"github.com/troupe-rl/troupe/internal/config"
 	"github.com/troupe-rl/troupe/internal/hf"
 	"github.com/troupe-rl/troupe/learner/adapter"
+	"github.com/troupe-rl/troupe/learner/internal/gomlxtest"
 	"github.com/troupe-rl/troupe/learner/model"
 )
 
-func testBackend(t testing.TB) compute.Backend {
-	t.Helper()
-	b, err := gobackend.New("parallelism=8")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func TestMain(m *testing.M) { os.Exit(gomlxtest.Main(m)) }
+
+func testBackend(t testing.TB) compute.Backend { return gomlxtest.Backend(t) }
 
 func defaultConfig() Config {
 	var c Config

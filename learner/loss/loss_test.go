@@ -3,14 +3,17 @@ package loss
 import (
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 
-	"github.com/gomlx/compute/gobackend"
 	. "github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/troupe-rl/troupe/internal/config"
+	"github.com/troupe-rl/troupe/learner/internal/gomlxtest"
 )
+
+func TestMain(m *testing.M) { os.Exit(gomlxtest.Main(m)) }
 
 func defaults() Config {
 	var c Config
@@ -53,10 +56,7 @@ func TestConfigValidate(t *testing.T) {
 // TestGraphMatchesReference runs the graph on random masked inputs in
 // float64 and compares every sum and dLoss/dLogp with Reference.
 func TestGraphMatchesReference(t *testing.T) {
-	backend, err := gobackend.New("parallelism=8")
-	if err != nil {
-		t.Fatal(err)
-	}
+	backend := gomlxtest.Backend(t)
 	const B, S = 6, 9
 	cases := []struct {
 		name   string

@@ -3,24 +3,20 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/compute/gobackend"
 
 	"github.com/troupe-rl/troupe/internal/hf"
+	"github.com/troupe-rl/troupe/learner/internal/gomlxtest"
 	"github.com/troupe-rl/troupe/learner/loss"
 )
 
-func testBackend(t testing.TB) compute.Backend {
-	t.Helper()
-	b, err := gobackend.New("parallelism=8")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func TestMain(m *testing.M) { os.Exit(gomlxtest.Main(m)) }
+
+func testBackend(t testing.TB) compute.Backend { return gomlxtest.Backend(t) }
 
 // testConfigs covers Qwen3 (q/k norm, tied, GQA) and a Qwen2-style model
 // with attention biases, untied head and llama3 rope scaling.
@@ -211,7 +207,7 @@ func TestLoRAGradFiniteDiff(t *testing.T) {
 			rng := rand.New(rand.NewPCG(10, 10))
 			maxRel := 0.0
 			checked := 0
-			for range 40 {
+			for range gomlxtest.Scale(40, 8) {
 				pi := rng.IntN(len(lora.Data))
 				ei := rng.IntN(len(lora.Data[pi]))
 				x := lora.Data[pi][ei]
