@@ -306,3 +306,22 @@ func addFlat(dst []float64, t *tensors.Tensor) {
 		}
 	})
 }
+
+// Score returns each sequence's completion logprobs (at its temperature)
+// under lora, or under the base model when disable is set: the learner's
+// side of the engine parity test. All sequences go in one batch.
+func (p *Program) Score(lora *LoRA, seqs []Sequence, disable bool) ([][]float64, error) {
+	S := 0
+	for _, s := range seqs {
+		S = max(S, s.Len())
+	}
+	b, err := Pack(seqs, len(seqs), S)
+	if err != nil {
+		return nil, err
+	}
+	lp, err := p.Logprobs(lora, b, disable)
+	if err != nil {
+		return nil, err
+	}
+	return CompletionLogprobs(seqs, S, lp), nil
+}

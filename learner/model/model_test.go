@@ -161,6 +161,10 @@ func TestPaddingInvariance(t *testing.T) {
 	a, _ := p.Logprobs(lora, alone, false)
 	bb, _ := p.Logprobs(lora, batch, false)
 	ca := CompletionLogprobs(seqs[:1], alone.S, a)[0]
+	sc, err := p.Score(lora, seqs[:1], false)
+	if err != nil || len(sc[0]) != len(ca) || sc[0][0] != ca[0] {
+		t.Errorf("Score: %v %v vs %v", err, sc, ca)
+	}
 	cb := CompletionLogprobs(seqs, batch.S, bb)[0]
 	for j := range ca {
 		if d := math.Abs(ca[j] - cb[j]); d > 1e-5 {
