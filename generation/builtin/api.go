@@ -7,10 +7,7 @@
 // in generation/builtin/server adds it.
 package builtin
 
-import (
-	"context"
-	"errors"
-)
+import "errors"
 
 // Errors returned by the engine. Callers map them to HTTP statuses.
 var (
@@ -74,21 +71,4 @@ type Sample struct {
 type Result struct {
 	Samples      []Sample
 	PromptTokens int
-}
-
-// Engine is safe for concurrent use: concurrent Generate calls are decoded
-// together in one running batch (a request that arrives while others decode
-// joins the batch at the next step).
-type Engine interface {
-	Generate(ctx context.Context, req *Request) (*Result, error)
-	// LoadAdapter loads (or replaces) a PEFT LoRA adapter under name.
-	// Requests in flight keep the adapter version they started with.
-	LoadAdapter(ctx context.Context, name, dir string) error
-	UnloadAdapter(ctx context.Context, name string) error
-	Adapters() []string
-	// ContextLength is the maximum prompt+generated tokens.
-	ContextLength() int
-	// VocabSize is the model's vocabulary size.
-	VocabSize() int
-	Close() error
 }
