@@ -188,9 +188,13 @@ func (f *chatFormat) choice(pc *piece, first bool) chatChoice {
 		lp := &chatLogprobs{Content: []chatTokenLogprob{}}
 		for i, id := range pc.tokens {
 			s := f.tok.Decode([]int32{id}, false)
-			b := make([]int, len(s))
-			for k := range len(s) {
-				b[k] = int(s[k])
+			raw := []byte(s)
+			if tb, ok := f.tok.(interface{ TokenBytes(int32) []byte }); ok {
+				raw = tb.TokenBytes(id)
+			}
+			b := make([]int, len(raw))
+			for k, c := range raw {
+				b[k] = int(c)
 			}
 			var v float32
 			if i < len(pc.logprobs) {
