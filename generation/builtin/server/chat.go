@@ -172,6 +172,10 @@ type chatFormat struct {
 
 func (f *chatFormat) errorParam() string { return "messages" }
 
+func (f *chatFormat) perToken() bool {
+	return (f.req.Logprobs != nil && *f.req.Logprobs) || f.req.ReturnTokenIDs
+}
+
 // choice builds a choice with the output in Delta (the caller moves it to
 // Message for a whole response).
 func (f *chatFormat) choice(pc *piece, first bool) chatChoice {

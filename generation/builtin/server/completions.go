@@ -226,6 +226,9 @@ type streamFormat interface {
 	usageChunk(u usage) any
 	// errorParam names the field to blame in errors.
 	errorParam() string
+	// perToken reports whether chunks show tokens (logprobs or token ids),
+	// so that a chunk without text is still worth sending.
+	perToken() bool
 }
 
 // streamJobs runs jobs and writes their pieces as SSE events.
@@ -264,6 +267,9 @@ func streamJobs(ctx context.Context, w http.ResponseWriter, m *Model, jobs []job
 		}
 		for _, pc := range items {
 			u.CompletionTokens += len(pc.tokens)
+			if pc.text == "" && pc.finish == "" && (!f.perToken() || len(pc.tokens) == 0) && seen[pc.index] {
+				continue
+			}
 			if err := sse.send(f.chunk(pc, jobOf[pc.index], !seen[pc.index])); err != nil {
 				cancel()
 				for !done {
@@ -297,6 +303,8 @@ type completionFormat struct {
 }
 
 func (f *completionFormat) errorParam() string { return "prompt" }
+
+func (f *completionFormat) perToken() bool { return f.req.Logprobs != nil || f.req.ReturnTokenIDs }
 
 func (f *completionFormat) choice(pc *piece, job int, first bool) completionChoice {
 	c := completionChoice{Index: pc.index, Text: pc.text}
