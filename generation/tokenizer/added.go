@@ -25,7 +25,8 @@ type addedMatcher struct {
 }
 
 type matchSet struct {
-	byFirst map[byte][]*addedToken // longest first
+	byFirst [256][]*addedToken // by first byte, longest first
+	any     bool
 }
 
 // newAddedMatcher indexes the added tokens; the content of normalized ones
@@ -45,14 +46,12 @@ func newAddedMatcher(tokens []addedToken, norm normalizer) addedMatcher {
 				continue
 			}
 		}
-		if set.byFirst == nil {
-			set.byFirst = map[byte][]*addedToken{}
-		}
+		set.any = true
 		c := tk.content[0]
 		set.byFirst[c] = append(set.byFirst[c], tk)
 	}
-	for _, set := range m.sets {
-		for _, l := range set.byFirst {
+	for si := range m.sets {
+		for _, l := range m.sets[si].byFirst {
 			sort.SliceStable(l, func(i, j int) bool { return len(l[i].content) > len(l[j].content) })
 		}
 	}
@@ -66,7 +65,7 @@ func (m *addedMatcher) split(s string, normalized bool, fn func(seg string, id i
 	if normalized {
 		set = &m.sets[1]
 	}
-	if len(set.byFirst) == 0 {
+	if !set.any {
 		if s != "" {
 			fn(s, -1)
 		}

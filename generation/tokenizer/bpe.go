@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"container/heap"
-	"hash/maphash"
 	"sync"
 	"unicode/utf8"
 )
@@ -250,8 +249,6 @@ func (m *bpeModel) mergeHeap(s []int32) int {
 // wordCache memoises BPE results per word. It is sharded to keep lock
 // contention low under concurrent Encode calls; a full shard is cleared.
 type wordCache struct {
-	seed   maphash.Seed
-	once   sync.Once
 	shards [32]cacheShard
 }
 
@@ -262,9 +259,14 @@ type cacheShard struct {
 
 const cacheShardCap = 8192
 
+// shard picks a shard from a cheap mix of length and edge bytes (the map
+// inside hashes the whole word anyway).
 func (c *wordCache) shard(word string) *cacheShard {
-	c.once.Do(func() { c.seed = maphash.MakeSeed() })
-	return &c.shards[maphash.String(c.seed, word)%uint64(len(c.shards))]
+	h := uint(len(word))*0x9E3779B1 ^ uint(word[0])*31 ^ uint(word[len(word)-1])*131
+	if len(word) > 2 {
+		h ^= uint(word[1]) * 7
+	}
+	return &c.shards[(h^h>>7)%uint(len(c.shards))]
 }
 
 func (c *wordCache) get(word string) ([]int32, bool) {
