@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/troupe-rl/troupe/generation/builtin"
@@ -52,7 +53,7 @@ func (st *sampleState) pending(index int) *piece {
 	if text == "" && n == st.sent {
 		return nil
 	}
-	pc := &piece{index: index, text: text, tokens: st.d.ids[st.sent:n:n], logprobs: st.lps[st.sent:n:n]}
+	pc := &piece{index: index, text: text, tokens: slices.Clone(st.d.ids[st.sent:n]), logprobs: slices.Clone(st.lps[st.sent:n])}
 	st.sent = n
 	return pc
 }
@@ -125,7 +126,7 @@ func generate(ctx context.Context, m *Model, j job, emit func(*piece)) ([]*piece
 		st.mu.Lock()
 		st.syncTo(smp.Tokens)
 		st.d.flush()
-		st.lps = append(st.lps[:0], smp.Logprobs...)
+		st.lps = smp.Logprobs // pieces handed out hold copies
 		finish := smp.FinishReason
 		if st.d.stopped() {
 			finish = "stop"
