@@ -46,6 +46,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	maxQueue := fs.Int("max-queue", 256, "requests waiting beyond the batch before 429")
 	maxContext := fs.Int("max-context", 0, "context length cap (0 = the model's)")
 	threads := fs.Int("threads", 0, "kernel threads (0 = GOMAXPROCS)")
+	chatTemplate := fs.String("chat-template", "auto", "chat prompt format: auto (the model's chat_template, else chatml), qwen3, chatml, llama3 or plain")
 	maxBody := fs.Int64("max-body-bytes", 16<<20, "request body limit (413 beyond)")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "how long requests in flight may finish after SIGINT/SIGTERM")
 	pos, err := parseFlags(env, c, fs, args)
@@ -90,8 +91,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 
 	start := time.Now()
 	m, loadErr := server.Load(*modelDir, server.LoadOptions{
-		Name:   *name,
-		Engine: builtin.Options{MaxBatch: *maxBatch, MaxQueue: *maxQueue, MaxContext: *maxContext, Threads: *threads},
+		Name:         *name,
+		ChatTemplate: *chatTemplate,
+		Engine:       builtin.Options{MaxBatch: *maxBatch, MaxQueue: *maxQueue, MaxContext: *maxContext, Threads: *threads},
 	})
 	if loadErr != nil {
 		cancel()

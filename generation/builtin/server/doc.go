@@ -13,6 +13,15 @@
 //	POST /v1/unload_lora_adapter     {"lora_name"} → 200 "Success: LoRA adapter 'x' removed successfully."
 //	POST /tokenize, /detokenize      vLLM's shapes
 //
+// Chat prompts are rendered with the model's own chat_template (package
+// chat, gonja) or, for models without one, ChatML; LoadOptions.ChatTemplate
+// (serve --chat-template) can force a built-in renderer.
+// chat_template_kwargs reach the template (enable_thinking: false writes
+// Qwen3's empty think block); add_generation_prompt and
+// continue_final_message work as in vLLM. Chat prompts get no extra BOS
+// (the template writes it); completions prompts get one when the tokenizer
+// adds it (add_special_tokens).
+//
 // A request's "model" selects the base model (its served name) or a loaded
 // adapter by name; an unknown name is 404. As in vLLM, loading an adapter
 // under a name that is already loaded fails (400) unless the request sets

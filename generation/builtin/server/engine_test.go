@@ -312,3 +312,39 @@ func TestEngineErrors(t *testing.T) {
 		t.Errorf("no key: %d", st)
 	}
 }
+
+// TestEngineChatTemplate checks that chat prompts are the model's own
+// chat_template (Qwen3's, from tokenizer_config.json) and that
+// chat_template_kwargs reach it.
+func TestEngineChatTemplate(t *testing.T) {
+	m := loadTiny(t, LoadOptions{})
+	h := newHarness(t, m, Options{})
+	msgs := []map[string]string{{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}}
+	want := map[bool]string{
+		true:  "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n",
+		false: "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+	}
+	for _, thinking := range []bool{true, false} {
+		var out chatOutRaw
+		h.postOK("/v1/chat/completions", map[string]any{"messages": msgs, "max_tokens": 3, "return_token_ids": true,
+			"chat_template_kwargs": map[string]any{"enable_thinking": thinking}}, &out)
+		if got := m.Tokenizer.Decode(out.PromptTokenIDs, false); got != want[thinking] {
+			t.Errorf("enable_thinking=%v: prompt %q, want %q", thinking, got, want[thinking])
+		}
+		var tk struct{ Tokens []int32 }
+		h.postOK("/tokenize", map[string]any{"messages": msgs, "chat_template_kwargs": map[string]any{"enable_thinking": thinking}}, &tk)
+		if !equalInts(tk.Tokens, out.PromptTokenIDs) {
+			t.Errorf("/tokenize (chat) %v, chat prompt_token_ids %v", tk.Tokens, out.PromptTokenIDs)
+		}
+	}
+	var out chatOutRaw
+	h.postOK("/v1/chat/completions", map[string]any{"messages": []map[string]string{{"role": "user", "content": "hi"}, {"role": "assistant", "content": "The answer"}},
+		"continue_final_message": true, "add_generation_prompt": false, "max_tokens": 2, "return_token_ids": true}, &out)
+	// (Qwen3's template writes an empty think block into the last assistant turn.)
+	if got := m.Tokenizer.Decode(out.PromptTokenIDs, false); !strings.HasSuffix(got, "The answer") || !strings.Contains(got, "<|im_start|>assistant\n") {
+		t.Errorf("continue_final_message prompt %q", got)
+	}
+	if st, body := h.post("/v1/chat/completions", map[string]any{"messages": msgs, "chat_template_kwargs": map[string]any{"enable_thinking": "no"}}); st != 400 {
+		t.Errorf("bad enable_thinking: %d %s", st, body)
+	}
+}

@@ -14,6 +14,9 @@ import (
 type LoadOptions struct {
 	// Name is the served model name (default: the folder's base name).
 	Name string
+	// ChatTemplate is "auto" (or ""): the model's own chat_template, else
+	// ChatML; or a built-in renderer to force: qwen3, chatml, llama3, plain.
+	ChatTemplate string
 	// Engine configures the engine (batch, queue, context, threads).
 	Engine builtin.Options
 }
@@ -29,7 +32,7 @@ func Load(dir string, o LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: load %s: %w", dir, err)
 	}
-	tmpl, err := chatTemplateFor(tk, cfg)
+	tmpl, err := chatTemplateFor(tk, o.ChatTemplate)
 	if err != nil {
 		return nil, fmt.Errorf("server: load %s: %w", dir, err)
 	}
