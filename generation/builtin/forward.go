@@ -19,7 +19,9 @@ type fwdRow struct {
 }
 
 // forwarder runs the model over a batch of rows with reusable scratch. It
-// belongs to the scheduler goroutine (one forward at a time).
+// belongs to the scheduler goroutine (one forward at a time). The parallel
+// loop bodies are method values bound once and read their arguments from
+// the forwarder's fields, so a decode step does not allocate.
 type forwarder struct {
 	m    *model
 	pool *pool
@@ -33,7 +35,17 @@ type forwarder struct {
 	fin, logits                     []float32
 	loraGroups                      []loraGroup
 	loraX, loraT, loraY             []float32
-	ctxLimit                        int
+
+	// Arguments of the loop bodies.
+	layer int
+	norm  []float32 // the RMSNorm weight for rowsNorm
+	mmY   []float32
+	mmLdy int
+	mmX   []float32
+	mmM   int
+	mmL   *linear
+
+	fnMatmul, fnEmbed, fnNorm, fnQKV, fnAttn, fnResNorm, fnAct, fnRes func(worker, lo, hi int)
 }
 
 type loraGroup struct {
@@ -42,11 +54,13 @@ type loraGroup struct {
 }
 
 func newForwarder(m *model, p *pool, ctxLimit int) *forwarder {
-	f := &forwarder{m: m, pool: p, ctxLimit: ctxLimit}
+	f := &forwarder{m: m, pool: p}
 	f.scores = make([][]float32, p.n)
 	for i := range f.scores {
 		f.scores[i] = make([]float32, ctxLimit)
 	}
+	f.fnMatmul, f.fnEmbed, f.fnNorm, f.fnQKV = f.matmulRange, f.embedRows, f.normRows, f.qkvRows
+	f.fnAttn, f.fnResNorm, f.fnAct, f.fnRes = f.attnRange, f.residualNormRows, f.actRows, f.residualRows
 	return f
 }
 
@@ -57,21 +71,32 @@ func grow(s []float32, n int) []float32 {
 	return s[:n]
 }
 
+// rowGrain splits R rows into a few chunks per worker.
+func (f *forwarder) rowGrain(R int) int { return max(1, R/(2*f.pool.n)) }
+
 // matmul computes y[:M, :L.out] (row stride ldy) = x[:M, :L.in]·Wᵀ + b, in
 // parallel over output columns.
 func (f *forwarder) matmul(y []float32, ldy int, x []float32, M int, L *linear) {
+	if M == 0 {
+		return
+	}
+	f.mmY, f.mmLdy, f.mmX, f.mmM, f.mmL = y, ldy, x, M, L
 	grain := max(16, (L.out/(f.pool.n*8)+3)&^3)
-	f.pool.parallelFor(&f.loop, L.out, grain, func(_, lo, hi int) {
-		kernels.MatMulT(y, ldy, x, M, L.in, L.w, lo, hi)
-		if L.b != nil {
-			for m := 0; m < M; m++ {
-				yr := y[m*ldy+lo : m*ldy+hi]
-				for i, b := range L.b[lo:hi] {
-					yr[i] += b
-				}
+	f.pool.parallelFor(&f.loop, L.out, grain, f.fnMatmul)
+	f.mmY, f.mmX, f.mmL = nil, nil, nil
+}
+
+func (f *forwarder) matmulRange(_, lo, hi int) {
+	y, ldy, M, L := f.mmY, f.mmLdy, f.mmM, f.mmL
+	kernels.MatMulT(y, ldy, f.mmX, M, L.in, L.w, lo, hi)
+	if L.b != nil {
+		for m := 0; m < M; m++ {
+			yr := y[m*ldy+lo : m*ldy+hi]
+			for i, b := range L.b[lo:hi] {
+				yr[i] += b
 			}
 		}
-	})
+	}
 }
 
 // rmsNorm writes x·rsqrt(mean(x²)+eps)·w into dst (Hugging Face's
@@ -87,13 +112,13 @@ func rmsNorm(dst, x, w []float32, eps float64) {
 	}
 }
 
-// forward runs rows through the model and writes the logits of the rows
-// with logits=true, in row order, into f.logits[i*vocab:]. Each row's KV
-// entry at its position must already be reserved (seqKV.reserve).
+// forward runs rows through the model and returns the logits of the rows
+// with logits=true, in row order ([n, vocab], valid until the next call).
+// Each row's KV entry at its position must already be reserved.
 func (f *forwarder) forward(rows []fwdRow) []float32 {
 	m := f.m
 	R := len(rows)
-	d, hd, half := m.d, m.hd, m.hd/2
+	d := m.d
 	qkvW := m.qd + 2*m.kvd
 	f.h = grow(f.h, R*d)
 	f.xn = grow(f.xn, R*d)
@@ -102,67 +127,38 @@ func (f *forwarder) forward(rows []fwdRow) []float32 {
 	f.proj = grow(f.proj, R*d)
 	f.gu = grow(f.gu, R*2*m.ff)
 	f.act = grow(f.act, R*m.ff)
-	f.cos = grow(f.cos, R*half)
-	f.sin = grow(f.sin, R*half)
+	f.cos = grow(f.cos, R*m.hd/2)
+	f.sin = grow(f.sin, R*m.hd/2)
 	f.rows = rows
 	f.groupLoRA(rows)
+	g := f.rowGrain(R)
 
-	for r, row := range rows {
-		copy(f.h[r*d:(r+1)*d], m.embed[int(row.tok)*d:(int(row.tok)+1)*d])
-		for i, inv := range m.invFreq {
-			s, c := math.Sincos(float64(row.pos) * inv)
-			f.cos[r*half+i], f.sin[r*half+i] = float32(c), float32(s)
-		}
-	}
+	f.pool.parallelFor(&f.loop, R, g, f.fnEmbed)
 	for l := range m.layers {
 		L := &m.layers[l]
-		for r := range R {
-			rmsNorm(f.xn[r*d:(r+1)*d], f.h[r*d:(r+1)*d], L.inNorm, m.eps)
+		f.layer = l
+		if l == 0 {
+			f.norm = L.inNorm
+			f.pool.parallelFor(&f.loop, R, g, f.fnNorm)
 		}
 		f.matmul(f.qkv, qkvW, f.xn, R, &L.qkv)
 		f.applyLoRA(l, linQKV, f.qkv, qkvW, f.xn, d)
-		// q/k norm, RoPE, and the cache write, per row.
-		for r, row := range rows {
-			base := f.qkv[r*qkvW : (r+1)*qkvW]
-			cs, sn := f.cos[r*half:(r+1)*half], f.sin[r*half:(r+1)*half]
-			for h := 0; h < m.nh+m.nkv; h++ {
-				x := base[h*hd : (h+1)*hd]
-				if L.qNorm != nil {
-					if h < m.nh {
-						rmsNorm(x, x, L.qNorm, m.eps)
-					} else {
-						rmsNorm(x, x, L.kNorm, m.eps)
-					}
-				}
-				rope(x, cs, sn)
-			}
-			k, v := row.kv.at(l, row.pos, m.kvd)
-			copy(k, base[m.qd:m.qd+m.kvd])
-			copy(v, base[m.qd+m.kvd:])
-		}
-		f.attention(l)
+		f.pool.parallelFor(&f.loop, R, g, f.fnQKV)
+		f.pool.parallelFor(&f.loop, R*m.nkv, max(1, R*m.nkv/(4*f.pool.n)), f.fnAttn)
 		f.matmul(f.proj, d, f.attn, R, &L.o)
 		f.applyLoRA(l, linO, f.proj, d, f.attn, m.qd)
-		for i, v := range f.proj[:R*d] {
-			f.h[i] += v
-		}
-		for r := range R {
-			rmsNorm(f.xn[r*d:(r+1)*d], f.h[r*d:(r+1)*d], L.postNorm, m.eps)
-		}
+		f.norm = L.postNorm
+		f.pool.parallelFor(&f.loop, R, g, f.fnResNorm)
 		f.matmul(f.gu, 2*m.ff, f.xn, R, &L.gateUp)
 		f.applyLoRA(l, linGateUp, f.gu, 2*m.ff, f.xn, d)
-		ff := m.ff
-		for r := range R {
-			g, u, a := f.gu[r*2*ff:r*2*ff+ff], f.gu[r*2*ff+ff:(r+1)*2*ff], f.act[r*ff:(r+1)*ff]
-			for i, gv := range g {
-				a[i] = gv / (1 + float32(math.Exp(float64(-gv)))) * u[i]
-			}
-		}
+		f.pool.parallelFor(&f.loop, R, g, f.fnAct)
 		f.matmul(f.proj, d, f.act, R, &L.down)
-		f.applyLoRA(l, linDown, f.proj, d, f.act, ff)
-		for i, v := range f.proj[:R*d] {
-			f.h[i] += v
+		f.applyLoRA(l, linDown, f.proj, d, f.act, m.ff)
+		f.norm = nil
+		if l+1 < len(m.layers) {
+			f.norm = m.layers[l+1].inNorm
 		}
+		f.pool.parallelFor(&f.loop, R, g, f.fnRes)
 	}
 	f.logitRows = f.logitRows[:0]
 	for r, row := range rows {
@@ -177,7 +173,88 @@ func (f *forwarder) forward(rows []fwdRow) []float32 {
 	}
 	f.logits = grow(f.logits, n*m.vocab)
 	f.matmul(f.logits, m.vocab, f.fin, n, &m.lmHead)
+	f.rows = nil
 	return f.logits[:n*m.vocab]
+}
+
+// embedRows looks up token embeddings and the rows' RoPE angles.
+func (f *forwarder) embedRows(_, lo, hi int) {
+	m := f.m
+	d, half := m.d, m.hd/2
+	for r := lo; r < hi; r++ {
+		row := f.rows[r]
+		copy(f.h[r*d:(r+1)*d], m.embed[int(row.tok)*d:(int(row.tok)+1)*d])
+		for i, inv := range m.invFreq {
+			s, c := math.Sincos(float64(row.pos) * inv)
+			f.cos[r*half+i], f.sin[r*half+i] = float32(c), float32(s)
+		}
+	}
+}
+
+// normRows: xn = RMSNorm(h)·f.norm.
+func (f *forwarder) normRows(_, lo, hi int) {
+	d := f.m.d
+	for r := lo; r < hi; r++ {
+		rmsNorm(f.xn[r*d:(r+1)*d], f.h[r*d:(r+1)*d], f.norm, f.m.eps)
+	}
+}
+
+// residualNormRows: h += proj; xn = RMSNorm(h)·f.norm.
+func (f *forwarder) residualNormRows(_, lo, hi int) {
+	d := f.m.d
+	for r := lo; r < hi; r++ {
+		h := f.h[r*d : (r+1)*d]
+		kernels.Axpy(1, f.proj[r*d:(r+1)*d], h)
+		rmsNorm(f.xn[r*d:(r+1)*d], h, f.norm, f.m.eps)
+	}
+}
+
+// residualRows: h += proj, then the next layer's input norm if any.
+func (f *forwarder) residualRows(_, lo, hi int) {
+	d := f.m.d
+	for r := lo; r < hi; r++ {
+		h := f.h[r*d : (r+1)*d]
+		kernels.Axpy(1, f.proj[r*d:(r+1)*d], h)
+		if f.norm != nil {
+			rmsNorm(f.xn[r*d:(r+1)*d], h, f.norm, f.m.eps)
+		}
+	}
+}
+
+// actRows: act = silu(gate)·up.
+func (f *forwarder) actRows(_, lo, hi int) {
+	ff := f.m.ff
+	for r := lo; r < hi; r++ {
+		gu := f.gu[r*2*ff : (r+1)*2*ff]
+		kernels.SiLUMul(f.act[r*ff:(r+1)*ff], gu[:ff], gu[ff:])
+	}
+}
+
+// qkvRows applies q/k norm (Qwen3) and RoPE and writes k, v to the cache.
+func (f *forwarder) qkvRows(_, lo, hi int) {
+	m := f.m
+	L := &m.layers[f.layer]
+	hd, half := m.hd, m.hd/2
+	qkvW := m.qd + 2*m.kvd
+	for r := lo; r < hi; r++ {
+		row := f.rows[r]
+		base := f.qkv[r*qkvW : (r+1)*qkvW]
+		cs, sn := f.cos[r*half:(r+1)*half], f.sin[r*half:(r+1)*half]
+		for h := 0; h < m.nh+m.nkv; h++ {
+			x := base[h*hd : (h+1)*hd]
+			if L.qNorm != nil {
+				if h < m.nh {
+					rmsNorm(x, x, L.qNorm, m.eps)
+				} else {
+					rmsNorm(x, x, L.kNorm, m.eps)
+				}
+			}
+			rope(x, cs, sn)
+		}
+		k, v := row.kv.at(f.layer, row.pos, m.kvd)
+		copy(k, base[m.qd:m.qd+m.kvd])
+		copy(v, base[m.qd+m.kvd:])
+	}
 }
 
 // rope rotates x in Hugging Face's rotate_half convention: element i pairs
@@ -192,23 +269,22 @@ func rope(x, cos, sin []float32) {
 	}
 }
 
-// attention computes causal grouped-query attention for every (row, head)
-// into f.attn, in parallel.
-func (f *forwarder) attention(l int) {
+// attnRange computes causal grouped-query attention for tasks (row, kv
+// head) in [lo, hi): every query head of the group, over positions 0..pos.
+func (f *forwarder) attnRange(worker, lo, hi int) {
 	m := f.m
-	rows := f.rows
+	l := f.layer
 	qkvW := m.qd + 2*m.kvd
 	rep := m.nh / m.nkv
 	hd := m.hd
-	f.pool.parallelFor(&f.loop, len(rows)*m.nh, max(1, m.nh/2), func(worker, lo, hi int) {
-		sc := f.scores[worker]
-		for t := lo; t < hi; t++ {
-			r, h := t/m.nh, t%m.nh
-			row := rows[r]
+	sc := f.scores[worker]
+	for t := lo; t < hi; t++ {
+		r, g := t/m.nkv, t%m.nkv
+		row := f.rows[r]
+		n := row.pos + 1
+		s := sc[:n]
+		for h := g * rep; h < (g+1)*rep; h++ {
 			q := f.qkv[r*qkvW+h*hd : r*qkvW+(h+1)*hd]
-			g := h / rep
-			n := row.pos + 1
-			s := sc[:n]
 			mx := float32(math.Inf(-1))
 			for p := range n {
 				k, _ := row.kv.at(l, p, m.kvd)
@@ -216,19 +292,13 @@ func (f *forwarder) attention(l int) {
 				s[p] = v
 				mx = max(mx, v)
 			}
-			var sum float32
-			for p, v := range s {
-				e := float32(math.Exp(float64(v - mx)))
-				s[p] = e
-				sum += e
-			}
+			inv := float32(1 / kernels.Exp(s, s, 1, mx))
 			out := f.attn[r*m.qd+h*hd : r*m.qd+(h+1)*hd]
 			clear(out)
-			inv := 1 / sum
 			for p, e := range s {
 				_, v := row.kv.at(l, p, m.kvd)
 				kernels.Axpy(e*inv, v[g*hd:(g+1)*hd], out)
 			}
 		}
-	})
+	}
 }

@@ -6,12 +6,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/troupe-rl/troupe/generation/builtin/kernels"
 )
 
 // sampler is per-worker scratch for sampling; the decision itself depends
 // only on the logits, the request's parameters and the sample's RNG.
 type sampler struct {
-	z    []float64 // logits/T − max
+	z    []float32 // exp(logits/T − max)
 	cand []int32
 	h    minHeap
 }
@@ -30,30 +32,28 @@ func (s *sampler) sample(logits []float32, p samplingParams, rng *rand.Rand) (in
 	V := len(logits)
 	T := p.temperature
 	if T <= 0 {
+		T = 1
+	}
+	if cap(s.z) < V {
+		s.z = make([]float32, V)
+	}
+	z := s.z[:V]
+	lmax := logits[0]
+	for _, v := range logits {
+		lmax = max(lmax, v)
+	}
+	mx := float32(float64(lmax) / T)
+	// z holds unnormalised probabilities.
+	total := kernels.Exp(z, logits, float32(1/T), mx)
+	if p.temperature <= 0 {
 		best := 0
 		for i, v := range logits {
 			if v > logits[best] {
 				best = i
 			}
 		}
-		return int32(best), float32(logprobOf(logits, best, 1))
+		return int32(best), float32(float64(logits[best])/T - float64(mx) - math.Log(total))
 	}
-	if cap(s.z) < V {
-		s.z = make([]float64, V)
-	}
-	z := s.z[:V]
-	mx := math.Inf(-1)
-	for i, v := range logits {
-		z[i] = float64(v) / T
-		mx = max(mx, z[i])
-	}
-	var total float64
-	for i := range z {
-		e := math.Exp(z[i] - mx)
-		z[i] = e
-		total += e
-	}
-	// z now holds unnormalised probabilities.
 	tok := -1
 	switch {
 	case p.topK > 0 && p.topK < V || p.topP > 0 && p.topP < 1:
@@ -61,7 +61,7 @@ func (s *sampler) sample(logits []float32, p samplingParams, rng *rand.Rand) (in
 		c := s.cand
 		var mass float64
 		for _, i := range c {
-			mass += z[i]
+			mass += float64(z[i])
 		}
 		if p.topP > 0 && p.topP < 1 {
 			var cum float64
@@ -70,7 +70,7 @@ func (s *sampler) sample(logits []float32, p samplingParams, rng *rand.Rand) (in
 				if cum >= p.topP*mass {
 					break
 				}
-				cum += z[i]
+				cum += float64(z[i])
 				keep++
 			}
 			c, mass = c[:keep], cum
@@ -78,7 +78,7 @@ func (s *sampler) sample(logits []float32, p samplingParams, rng *rand.Rand) (in
 		u := rng.Float64() * mass
 		tok = int(c[len(c)-1])
 		for _, i := range c {
-			u -= z[i]
+			u -= float64(z[i])
 			if u < 0 {
 				tok = int(i)
 				break
@@ -88,40 +88,30 @@ func (s *sampler) sample(logits []float32, p samplingParams, rng *rand.Rand) (in
 		u := rng.Float64() * total
 		tok = V - 1
 		for i, e := range z {
-			u -= e
+			u -= float64(e)
 			if u < 0 {
 				tok = i
 				break
 			}
 		}
 	}
-	lp := (float64(logits[tok])/T - mx) - math.Log(total)
+	lp := (float64(logits[tok])/T - float64(mx)) - math.Log(total)
 	return int32(tok), float32(lp)
-}
-
-// logprobOf is log softmax(logits/T)[tok], in float64.
-func logprobOf(logits []float32, tok int, T float64) float64 {
-	mx := math.Inf(-1)
-	for _, v := range logits {
-		mx = max(mx, float64(v)/T)
-	}
-	var sum float64
-	for _, v := range logits {
-		sum += math.Exp(float64(v)/T - mx)
-	}
-	return float64(logits[tok])/T - mx - math.Log(sum)
 }
 
 // candidates fills s.cand with the top-k tokens (or, with top-p only, a
 // most-likely prefix holding at least p of the mass), sorted by
 // probability descending, ids ascending on ties.
-func (s *sampler) candidates(z []float64, total float64, p samplingParams) {
+func (s *sampler) candidates(z []float32, total float64, p samplingParams) {
 	s.cand = s.cand[:0]
 	if p.topK > 0 && p.topK < len(z) {
 		s.h = s.h[:0]
 		for i, e := range z {
 			if len(s.h) < p.topK {
-				heap.Push(&s.h, hItem{e, int32(i)})
+				s.h = append(s.h, hItem{e, int32(i)})
+				if len(s.h) == p.topK {
+					heap.Init(&s.h)
+				}
 			} else if better(hItem{e, int32(i)}, s.h[0]) {
 				s.h[0] = hItem{e, int32(i)}
 				heap.Fix(&s.h, 0)
@@ -133,7 +123,7 @@ func (s *sampler) candidates(z []float64, total float64, p samplingParams) {
 	} else {
 		// Halve a probability threshold until the tokens above it hold
 		// at least p of the mass; the nucleus is a prefix of them.
-		mx := 0.0
+		mx := float32(0)
 		for _, e := range z {
 			mx = max(mx, e)
 		}
@@ -143,13 +133,13 @@ func (s *sampler) candidates(z []float64, total float64, p samplingParams) {
 			for i, e := range z {
 				if e >= t {
 					s.cand = append(s.cand, int32(i))
-					mass += e
+					mass += float64(e)
 				}
 			}
 			if mass >= p.topP*total || t == 0 {
 				break
 			}
-			if t < 1e-300 {
+			if t < 1e-38 {
 				t = 0
 			}
 		}
@@ -163,7 +153,7 @@ func (s *sampler) candidates(z []float64, total float64, p samplingParams) {
 }
 
 type hItem struct {
-	p float64
+	p float32
 	i int32
 }
 

@@ -50,3 +50,16 @@ func Axpy(alpha float32, x, y []float32) {
 // Variant names the implementation in use: "openblas", "simd-avx512" or
 // "go".
 func Variant() string { return matMulVariant() }
+
+// Exp writes dst[i] = exp(src[i]·scale − shift) over len(src) elements
+// and returns their sum (accumulated in float64). Arguments below −87 give
+// ≈0; the SIMD version is a degree-6 polynomial accurate to ~2 ulp.
+func Exp(dst, src []float32, scale, shift float32) float64 {
+	return expScaled(dst[:len(src)], src, scale, shift)
+}
+
+// SiLUMul writes dst[i] = silu(gate[i])·up[i] (SwiGLU's activation),
+// silu(x) = x/(1+exp(−x)).
+func SiLUMul(dst, gate, up []float32) {
+	siluMul(dst[:len(gate)], gate, up[:len(gate)])
+}

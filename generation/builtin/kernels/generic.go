@@ -1,5 +1,7 @@
 package kernels
 
+import "math"
+
 // dotGo is the portable dot product: four lanes (k mod 4), summed as
 // (l0+l1)+(l2+l3), then the tail in order.
 func dotGo(a, b []float32) float32 {
@@ -39,5 +41,21 @@ func matMulTGo(y []float32, ldy int, x []float32, M, K int, w []float32, o0, o1 
 				y[m*ldy+o] = dotGo(x[m*K:m*K+K], wr)
 			}
 		}
+	}
+}
+
+func expScaledGo(dst, src []float32, scale, shift float32) float64 {
+	var s float64
+	for i, v := range src {
+		e := float32(math.Exp(float64(v*scale - shift)))
+		dst[i] = e
+		s += float64(e)
+	}
+	return s
+}
+
+func siluMulGo(dst, gate, up []float32) {
+	for i, g := range gate {
+		dst[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
 	}
 }

@@ -84,3 +84,34 @@ func BenchmarkMatMulT(b *testing.B) {
 		})
 	}
 }
+
+func TestExpSiLU(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{1, 15, 16, 40, 1000} {
+		src := make([]float32, n)
+		for i := range src {
+			src[i] = float32(r.Float64()*60 - 50)
+		}
+		dst := make([]float32, n)
+		sum := Exp(dst, src, 0.9, 1.5)
+		var want float64
+		for i, v := range src {
+			e := math.Exp(float64(v)*0.9 - 1.5)
+			want += e
+			if math.Abs(float64(dst[i])-e) > 5e-6*e+1e-38 {
+				t.Fatalf("Exp n=%d [%d] = %v, want %v", n, i, dst[i], e)
+			}
+		}
+		if math.Abs(sum-want) > 5e-6*want {
+			t.Fatalf("Exp sum = %v, want %v", sum, want)
+		}
+		gate, up := randSlice(r, n), randSlice(r, n)
+		SiLUMul(dst, gate, up)
+		for i := range gate {
+			g := float64(gate[i])
+			if w := g / (1 + math.Exp(-g)) * float64(up[i]); math.Abs(float64(dst[i])-w) > 1e-6*(1+math.Abs(w)) {
+				t.Fatalf("SiLUMul [%d] = %v, want %v", i, dst[i], w)
+			}
+		}
+	}
+}

@@ -177,3 +177,79 @@ func tile4x4(y []float32, ldy int, x []float32, K int, w []float32) {
 	y2[0], y2[1], y2[2], y2[3] = tail(hsum(c20), x2, w0, k16), tail(hsum(c21), x2, w1, k16), tail(hsum(c22), x2, w2, k16), tail(hsum(c23), x2, w3, k16)
 	y3[0], y3[1], y3[2], y3[3] = tail(hsum(c30), x3, w0, k16), tail(hsum(c31), x3, w1, k16), tail(hsum(c32), x3, w2, k16), tail(hsum(c33), x3, w3, k16)
 }
+
+// exp16 is Cephes' expf on 16 lanes: x = n·ln2 + r, |r| ≤ ln2/2, exp(r) by
+// a degree-6 polynomial, times 2ⁿ (VSCALEFPS).
+func exp16(x archsimd.Float32x16) archsimd.Float32x16 {
+	x = x.Max(archsimd.BroadcastFloat32x16(-87.33654)).Min(archsimd.BroadcastFloat32x16(88.72283))
+	n := x.Mul(archsimd.BroadcastFloat32x16(1.44269504088896341)).RoundToEvenScaled(0)
+	r := n.MulAdd(archsimd.BroadcastFloat32x16(-0.693359375), x)
+	r = n.MulAdd(archsimd.BroadcastFloat32x16(2.12194440e-4), r)
+	p := archsimd.BroadcastFloat32x16(1.9875691500e-4)
+	p = p.MulAdd(r, archsimd.BroadcastFloat32x16(1.3981999507e-3))
+	p = p.MulAdd(r, archsimd.BroadcastFloat32x16(8.3334519073e-3))
+	p = p.MulAdd(r, archsimd.BroadcastFloat32x16(4.1665795894e-2))
+	p = p.MulAdd(r, archsimd.BroadcastFloat32x16(1.6666665459e-1))
+	p = p.MulAdd(r, archsimd.BroadcastFloat32x16(5.0000001201e-1))
+	y := p.MulAdd(r.Mul(r), r).Add(archsimd.BroadcastFloat32x16(1))
+	return y.Scale(n)
+}
+
+// exp1 is exp16 on one value (tails), so every element gets the same
+// arithmetic whatever its index.
+func exp1(x float32) float32 {
+	var a [16]float32
+	a[0] = x
+	v := exp16(archsimd.LoadFloat32x16(&a))
+	v.Store(&a)
+	return a[0]
+}
+
+func expScaled(dst, src []float32, scale, shift float32) float64 {
+	if !hasAVX512 {
+		return expScaledGo(dst, src, scale, shift)
+	}
+	n := len(src)
+	n16 := n &^ 15
+	var acc archsimd.Float64x8
+	if n16 > 0 {
+		sc, sh := archsimd.BroadcastFloat32x16(scale), archsimd.BroadcastFloat32x16(-shift)
+		ps, pd := unsafe.Pointer(&src[0]), unsafe.Pointer(&dst[0])
+		for k := 0; k < n16; k += 16 {
+			e := exp16(ld(ps, k).MulAdd(sc, sh))
+			e.Store((*[16]float32)(unsafe.Add(pd, k*4)))
+			acc = acc.Add(e.GetLo().ConvertToFloat64()).Add(e.GetHi().ConvertToFloat64())
+		}
+	}
+	var a [8]float64
+	acc.Store(&a)
+	s := ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
+	for k := n16; k < n; k++ {
+		e := exp1(src[k]*scale - shift)
+		dst[k] = e
+		s += float64(e)
+	}
+	return s
+}
+
+func siluMul(dst, gate, up []float32) {
+	if !hasAVX512 {
+		siluMulGo(dst, gate, up)
+		return
+	}
+	n := len(gate)
+	n16 := n &^ 15
+	if n16 > 0 {
+		one, neg := archsimd.BroadcastFloat32x16(1), archsimd.BroadcastFloat32x16(-1)
+		pg, pu, pd := unsafe.Pointer(&gate[0]), unsafe.Pointer(&up[0]), unsafe.Pointer(&dst[0])
+		for k := 0; k < n16; k += 16 {
+			g := ld(pg, k)
+			s := g.Div(exp16(g.Mul(neg)).Add(one))
+			s.Mul(ld(pu, k)).Store((*[16]float32)(unsafe.Add(pd, k*4)))
+		}
+	}
+	for k := n16; k < n; k++ {
+		g := gate[k]
+		dst[k] = g / (exp1(-g) + 1) * up[k]
+	}
+}
