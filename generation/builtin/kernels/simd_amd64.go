@@ -77,8 +77,8 @@ func axpy(alpha float32, x, y []float32) {
 	}
 }
 
-// matMulTSIMD computes the block with 4×4 register tiles (4 x rows × 4 W
-// rows, 16 accumulators); leftovers use 1×4 and 1×1 tiles. Every output
+// matMulTSIMD computes the block with 2×4 register tiles (2 x rows × 4 W
+// rows); leftovers use 1×4 and 1×1 tiles. Every output
 // element is one accumulator over k in 16-lane steps, reduced by hsum,
 // then the tail: identical arithmetic in every tile shape.
 func matMulTSIMD(y []float32, ldy int, x []float32, M, K int, w []float32, o0, o1 int) {
@@ -93,8 +93,8 @@ func matMulTSIMD(y []float32, ldy int, x []float32, M, K int, w []float32, o0, o
 		o := o0
 		for ; o+4 <= o1; o += 4 {
 			m := m0
-			for ; m+4 <= m1; m += 4 {
-				tile4x4(y[m*ldy+o:], ldy, x[m*K:(m+4)*K], K, w[o*K:(o+4)*K])
+			for ; m+2 <= m1; m += 2 {
+				tile2x4(y[m*ldy+o:], ldy, x[m*K:(m+2)*K], K, w[o*K:(o+4)*K])
 			}
 			for ; m < m1; m++ {
 				tile1x4(y[m*ldy+o:m*ldy+o+4], x[m*K:(m+1)*K], K, w[o*K:(o+4)*K])
@@ -132,15 +132,15 @@ func tile1x4(y []float32, x []float32, K int, w []float32) {
 	y[3] = tail(hsum(c3), x, w[3*K:4*K], k16)
 }
 
-func tile4x4(y []float32, ldy int, x []float32, K int, w []float32) {
+// tile2x4 is 2 x rows × 4 W rows: 8 accumulators plus the 4 W vectors
+// and one x vector fit the 15 vector registers Go allocates without
+// spilling (a 4×4 tile spilled accumulators to the stack in the loop).
+func tile2x4(y []float32, ldy int, x []float32, K int, w []float32) {
 	k16 := K &^ 15
 	var c00, c01, c02, c03, c10, c11, c12, c13 archsimd.Float32x16
-	var c20, c21, c22, c23, c30, c31, c32, c33 archsimd.Float32x16
 	if k16 > 0 {
 		px0 := unsafe.Pointer(&x[0])
 		px1 := unsafe.Add(px0, K*4)
-		px2 := unsafe.Add(px1, K*4)
-		px3 := unsafe.Add(px2, K*4)
 		pw0 := unsafe.Pointer(&w[0])
 		pw1 := unsafe.Add(pw0, K*4)
 		pw2 := unsafe.Add(pw1, K*4)
@@ -157,25 +157,13 @@ func tile4x4(y []float32, ldy int, x []float32, K int, w []float32) {
 			c11 = a.MulAdd(b1, c11)
 			c12 = a.MulAdd(b2, c12)
 			c13 = a.MulAdd(b3, c13)
-			a = ld(px2, k)
-			c20 = a.MulAdd(b0, c20)
-			c21 = a.MulAdd(b1, c21)
-			c22 = a.MulAdd(b2, c22)
-			c23 = a.MulAdd(b3, c23)
-			a = ld(px3, k)
-			c30 = a.MulAdd(b0, c30)
-			c31 = a.MulAdd(b1, c31)
-			c32 = a.MulAdd(b2, c32)
-			c33 = a.MulAdd(b3, c33)
 		}
 	}
-	x0, x1, x2, x3 := x[0:K], x[K:2*K], x[2*K:3*K], x[3*K:4*K]
+	x0, x1 := x[0:K], x[K:2*K]
 	w0, w1, w2, w3 := w[0:K], w[K:2*K], w[2*K:3*K], w[3*K:4*K]
-	y0, y1, y2, y3 := y[0:4], y[ldy:ldy+4], y[2*ldy:2*ldy+4], y[3*ldy:3*ldy+4]
+	y0, y1 := y[0:4], y[ldy:ldy+4]
 	y0[0], y0[1], y0[2], y0[3] = tail(hsum(c00), x0, w0, k16), tail(hsum(c01), x0, w1, k16), tail(hsum(c02), x0, w2, k16), tail(hsum(c03), x0, w3, k16)
 	y1[0], y1[1], y1[2], y1[3] = tail(hsum(c10), x1, w0, k16), tail(hsum(c11), x1, w1, k16), tail(hsum(c12), x1, w2, k16), tail(hsum(c13), x1, w3, k16)
-	y2[0], y2[1], y2[2], y2[3] = tail(hsum(c20), x2, w0, k16), tail(hsum(c21), x2, w1, k16), tail(hsum(c22), x2, w2, k16), tail(hsum(c23), x2, w3, k16)
-	y3[0], y3[1], y3[2], y3[3] = tail(hsum(c30), x3, w0, k16), tail(hsum(c31), x3, w1, k16), tail(hsum(c32), x3, w2, k16), tail(hsum(c33), x3, w3, k16)
 }
 
 // exp16 is Cephes' expf on 16 lanes: x = n·ln2 + r, |r| ≤ ln2/2, exp(r) by
