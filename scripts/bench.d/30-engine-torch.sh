@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# PyTorch peer for generation/builtin's BenchmarkDecode: the same model
+# shapes (random weights), prompt and generation lengths, batch sizes and
+# metrics, decoded with a plainly written KV cache in PyTorch (f32, no_grad,
+# 2 threads, OpenBLAS). Prints Go-benchmark-format lines, then
+# BenchmarkEngineVsTorch lines with engine tokens/s ÷ torch tokens/s, taking
+# the engine's figures from $BENCH_OUT (bench.out) or running
+# BenchmarkDecode itself when they are absent.
+# Env: TROUPE_BENCH_LARGE=1 adds the Qwen3-0.6B-shaped model;
+# TORCH_THREADS (default 2).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+py=/usr/bin/python3 # Debian's torch is for the system Python, not a pyenv shim
+need=()
+[ -x "$py" ] && "$py" -c 'import torch' 2>/dev/null || need+=(python3-torch)
+ls /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 >/dev/null 2>&1 || need+=(libopenblas0-pthread)
+if ((${#need[@]})); then
+  echo "30-engine-torch: installing ${need[*]} with apt-get" >&2
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"; } >&2 || {
+    echo "30-engine-torch: cannot install ${need[*]}; skipped" >&2; exit 0; }
+fi
+torch_out=$(mktemp)
+trap 'rm -f "$torch_out"' EXIT
+TORCH_THREADS=${TORCH_THREADS:-2} "$py" - <<'PY' | tee "$torch_out"
+import math, os, time, torch
+torch.set_num_threads(int(os.environ["TORCH_THREADS"]))
+torch.manual_seed(0)
+
+# Same shapes as benchModels in generation/builtin/bench_test.go.
+MODELS = [
+    dict(name="demo", vocab=1024, d=256, ff=768, layers=4, heads=4, kv=2, hd=64, theta=1e6, prompt=32, gen=64, large=False),
+    dict(name="qwen3-0.6b", vocab=151936, d=1024, ff=3072, layers=28, heads=16, kv=8, hd=128, theta=1e6, prompt=32, gen=16, large=True),
+]
+EPS = 1e-6
+
+def rms(x, w):
+    return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS))
+
+def rot_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+class Model:
+    def __init__(s, c):
+        s.c = c
+        d, hd = c["d"], c["hd"]
+        u = lambda o, i: (torch.rand(o, i) * 2 - 1) * math.sqrt(3 / i)
+        s.embed = (torch.rand(c["vocab"], d) * 2 - 1) * math.sqrt(3 / d)
+        s.layers = []
+        for _ in range(c["layers"]):
+            s.layers.append(dict(
+                inn=torch.ones(d), post=torch.ones(d), qn=torch.ones(hd), kn=torch.ones(hd),
+                q=u(c["heads"] * hd, d), k=u(c["kv"] * hd, d), v=u(c["kv"] * hd, d), o=u(d, c["heads"] * hd),
+                g=u(c["ff"], d), up=u(c["ff"], d), dn=u(d, c["ff"])))
+        s.norm = torch.ones(d)
+        s.inv = 1.0 / (c["theta"] ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+
+    def forward(s, toks, pos0, cache):
+        # toks [B, T]; cache: per layer [k, v] tensors [B, kv, len, hd] or None.
+        c = s.c
+        B, T = toks.shape
+        H, G, hd = c["heads"], c["kv"], c["hd"]
+        pos = torch.arange(pos0, pos0 + T, dtype=torch.float64)
+        fr = torch.outer(pos, s.inv)
+        cos = torch.cat((fr.cos(), fr.cos()), -1).float()
+        sin = torch.cat((fr.sin(), fr.sin()), -1).float()
+        x = s.embed[toks]
+        mask = None
+        if T > 1:
+            mask = torch.full((T, pos0 + T), float("-inf")).triu(pos0 + 1)
+        for i, L in enumerate(s.layers):
+            h = rms(x, L["inn"])
+            q = (h @ L["q"].T).view(B, T, H, hd).transpose(1, 2)
+            k = (h @ L["k"].T).view(B, T, G, hd).transpose(1, 2)
+            v = (h @ L["v"].T).view(B, T, G, hd).transpose(1, 2)
+            q, k = rms(q, L["qn"]), rms(k, L["kn"])
+            q = q * cos + rot_half(q) * sin
+            k = k * cos + rot_half(k) * sin
+            if cache[i] is not None:
+                k = torch.cat((cache[i][0], k), 2)
+                v = torch.cat((cache[i][1], v), 2)
+            cache[i] = (k, v)
+            kk = k.repeat_interleave(H // G, dim=1)
+            vv = v.repeat_interleave(H // G, dim=1)
+            a = (q @ kk.transpose(-1, -2)) / math.sqrt(hd)
+            if mask is not None:
+                a = a + mask
+            a = torch.softmax(a, -1) @ vv
+            x = x + a.transpose(1, 2).reshape(B, T, H * hd) @ L["o"].T
+            h = rms(x, L["post"])
+            x = x + (torch.nn.functional.silu(h @ L["g"].T) * (h @ L["up"].T)) @ L["dn"].T
+        return rms(x[:, -1], s.norm) @ s.embed.T
+
+def sample(logits):
+    lp = torch.log_softmax(logits, -1)
+    t = torch.multinomial(lp.exp(), 1)
+    return t, lp.gather(-1, t)
+
+large = os.environ.get("TROUPE_BENCH_LARGE") == "1"
+with torch.no_grad():
+    for c in MODELS:
+        if c["large"] and not large:
+            continue
+        m = Model(c)
+        prompt = torch.tensor([[(i * 31 + 3) % c["vocab"] for i in range(c["prompt"])]])
+        for batch in (1, 32):
+            reps = 3 if not c["large"] else 1
+            best_tps, ttfts = 0.0, []
+            for r in range(reps + 1):  # first round warms up
+                cache = [None] * c["layers"]
+                t0 = time.perf_counter()
+                logits = m.forward(prompt, 0, cache)  # one prefill, shared by the batch
+                tok, _ = sample(logits.expand(batch, -1))
+                t1 = time.perf_counter()
+                cache = [(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in cache]
+                pos = c["prompt"]
+                for _ in range(c["gen"] - 1):
+                    logits = m.forward(tok, pos, cache)
+                    tok, _ = sample(logits)
+                    pos += 1
+                t2 = time.perf_counter()
+                if r > 0:
+                    ttfts.append((t1 - t0) * 1e3)
+                    best_tps = max(best_tps, batch * (c["gen"] - 1) / (t2 - t1))
+            print(f"BenchmarkTorchDecode/{c['name']}/batch{batch} 1 {best_tps:.1f} tokens/s {min(ttfts):.2f} ttft_ms", flush=True)
+PY
+out=${BENCH_OUT:-bench.out}
+grep -q '^BenchmarkDecode/demo/batch' "$out" 2>/dev/null || {
+  go test -run '^$' -bench '^BenchmarkDecode$' -benchtime 1x ./generation/builtin/ | tee -a "$torch_out" >&2
+  out=$torch_out
+}
+# Ratio lines: engine tokens/s ÷ torch tokens/s for every size both ran.
+awk '
+  /^BenchmarkDecode\// { n=$1; sub(/-[0-9]+$/, "", n); sub(/^BenchmarkDecode\//, "", n); for (i=3;i<NF;i++) if ($(i+1)=="tokens/s") eng[n]=$i }
+  /^BenchmarkTorchDecode\// { n=$1; sub(/^BenchmarkTorchDecode\//, "", n); for (i=3;i<NF;i++) if ($(i+1)=="tokens/s") tor[n]=$i }
+  END { for (n in tor) if (n in eng && tor[n] > 0) printf "BenchmarkEngineVsTorch/%s 1 %.3f engine/torch_tokens/s\n", n, eng[n]/tor[n] }
+' "$out" "$torch_out" | sort
