@@ -35,6 +35,17 @@ type Config struct {
 	// MaxAttempts bounds tries per request on retryable failures (429, 5xx,
 	// connection errors, malformed responses), the first included (default 6).
 	MaxAttempts int `yaml:"max_attempts"`
+	// Tokenizer is a model folder (or tokenizer.json) whose tokenizer and
+	// chat_template the client side uses: prompts are rendered with it, and
+	// backends that return no token ids (Ollama) re-tokenize with it.
+	// Optional for openai/builtin.
+	Tokenizer string `yaml:"tokenizer,omitempty"`
+	// ChatTemplate picks the prompt format: auto (the tokenizer's own
+	// chat_template, else chatml), or qwen3, chatml, llama3, plain. Default auto.
+	ChatTemplate string `yaml:"chat_template"`
+	// EnableThinking is passed to chat templates that know it (Qwen3);
+	// default false: answers come without a reasoning block.
+	EnableThinking bool `yaml:"enable_thinking"`
 	// Train and Eval are the sampling settings for training rollouts and evaluation.
 	Train Sampling `yaml:"train"`
 	Eval  Sampling `yaml:"eval"`
@@ -51,6 +62,7 @@ type Sampling struct {
 // SetDefaults fills the documented defaults.
 func (c *Config) SetDefaults() {
 	c.Backend = "openai"
+	c.ChatTemplate = "auto"
 	c.Timeout = 2 * time.Minute
 	c.MaxConcurrency = 64
 	c.MaxAttempts = 6

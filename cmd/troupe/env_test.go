@@ -1,23 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/troupe-rl/troupe/envs"
 )
-
-func runCLI(args ...string) (stdout, stderr string, code int) {
-	var o, e bytes.Buffer
-	env := &cliEnv{stdout: &o, stderr: &e, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	code = runMain(context.Background(), env, args)
-	return o.String(), e.String(), code
-}
 
 func TestEnvSample(t *testing.T) {
 	for _, tc := range []struct {
