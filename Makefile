@@ -28,6 +28,9 @@ lint: ## go vet and gofmt check
 
 test-unit:
 	$(GO) test $(TEST_FLAGS) ./...
+	@# Environments scale their 10k-instance and oracle checks down under -race
+	@# (envtest.Scale); run them once more at full size without it.
+	$(GO) test -count=1 -timeout 15m ./envs/...
 
 test-integration: deps build ## slow and cross-tool checks (npm-installed DuckDB, tokenizer reference, …)
 	$(GO) test -tags integration -count=1 -timeout 60m ./...

@@ -483,3 +483,14 @@ func Seeds(from int64, n int) []int64 {
 	}
 	return s
 }
+
+// Scale returns n for a test's instance or seed count, or n/10 (at least 1)
+// in -race builds: the race detector checks concurrency, not coverage, and
+// `make test` runs the environments' tests a second time without it at full
+// size.
+func Scale(n int) int {
+	if raceEnabled {
+		return max(1, n/10)
+	}
+	return n
+}

@@ -122,7 +122,7 @@ func TestGeneratedInstancesAreSolvable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for seed := range int64(tc.n) {
+		for seed := range int64(envtest.Scale(tc.n)) {
 			if err := e.Reset(seed); err != nil {
 				t.Fatal(err)
 			}
@@ -168,11 +168,11 @@ func TestOracleAndRandomTeams(t *testing.T) {
 			cfg := envs.DefaultConfig("planpath")
 			cfg.Mode = tc.mode
 			d := deps(t)
-			if got := envtest.SuccessRate(t, "planpath", cfg, d, envtest.Seeds(0, tc.oracleSeeds),
+			if got := envtest.SuccessRate(t, "planpath", cfg, d, envtest.Seeds(0, envtest.Scale(tc.oracleSeeds)),
 				func(int64) envtest.Policy { return envtest.Oracle }); got != 1 {
 				t.Errorf("oracle success %.3f, want 1", got)
 			}
-			got := envtest.SuccessRate(t, "planpath", cfg, d, envs.ValidationSeeds(tc.randomSeeds),
+			got := envtest.SuccessRate(t, "planpath", cfg, d, envs.ValidationSeeds(envtest.Scale(tc.randomSeeds)),
 				func(s int64) envtest.Policy { return envtest.Random(uint64(s)) })
 			t.Logf("%s: random-text success %.3f over %d seeds", tc.mode, got, tc.randomSeeds)
 			if got > 0.1 {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package envtest
+
+const raceEnabled = false
