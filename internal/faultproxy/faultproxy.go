@@ -6,6 +6,7 @@
 package faultproxy
 
 import (
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httputil"
@@ -132,9 +133,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		panic(http.ErrAbortHandler)
 	case Stall:
+		// Read the body first: only then does net/http notice a client
+		// that hangs up and cancel the request's context.
+		io.Copy(io.Discard, r.Body)
 		select {
 		case <-r.Context().Done():
-		case <-time.After(5 * time.Minute):
+		case <-time.After(time.Minute):
 		}
 	case Malformed:
 		rec := &bodyCutter{ResponseWriter: w}
