@@ -191,3 +191,12 @@ func BenchmarkRead100k(b *testing.B) {
 func BenchmarkRead100kProjected(b *testing.B) {
 	benchRead(b, &ReadOptions{Columns: LearnerColumns})
 }
+
+// TestMain removes the benchmarks' shared shard.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bench.dir != "" {
+		os.RemoveAll(bench.dir)
+	}
+	os.Exit(code)
+}

@@ -171,7 +171,7 @@ func Create(dir string, iteration int64, opts *WriterOptions) (*Writer, error) {
 	codec := &pqzstd.Codec{Level: zstd.EncoderLevelFromZstd(o.ZstdLevel)}
 	w.wopts = []parquet.WriterOption{
 		parquet.Compression(codec),
-		parquet.CreatedBy("troupe", SchemaVersion, ""),
+		parquet.CreatedBy("troupe", "trajectory-schema-"+SchemaVersion, "parquet-go"),
 		parquet.PageBufferSize(1 << 20),
 		parquet.KeyValueMetadata("troupe.schema_version", SchemaVersion),
 	}
