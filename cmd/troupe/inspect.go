@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,31 +55,20 @@ func badParquet(path string, err error) error {
 }
 
 func inspectFile(ctx context.Context, w io.Writer, path string, nrows int, stats bool) (err error) {
-	f, err := os.Open(path)
+	pf, closer, err := trajectory.OpenParquet(path)
 	if err != nil {
-		return &trajectory.FileError{Path: path, Err: err, Bad: errors.Is(err, fs.ErrNotExist)}
+		return err
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return &trajectory.FileError{Path: path, Err: err}
-	}
-	if st.IsDir() {
-		return badParquet(path, errors.New("is a directory"))
-	}
-	// parquet-go may panic on corrupt input; the file is to blame.
+	defer closer.Close()
+	// parquet-go may panic on corrupt pages; the file is to blame.
 	defer func() {
 		if v := recover(); v != nil {
 			err = badParquet(path, fmt.Errorf("corrupt parquet data: %v", v))
 		}
 	}()
-	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipBloomFilters(true))
-	if err != nil {
-		return badParquet(path, fmt.Errorf("not a readable parquet file: %w", err))
-	}
 	md := pf.Metadata()
 	fmt.Fprintf(w, "file:       %s\n", path)
-	fmt.Fprintf(w, "size:       %s, %d rows, %d row groups\n", humanBytes(st.Size()), pf.NumRows(), len(pf.RowGroups()))
+	fmt.Fprintf(w, "size:       %s, %d rows, %d row groups\n", humanBytes(pf.Size()), pf.NumRows(), len(pf.RowGroups()))
 	if md.CreatedBy != "" {
 		fmt.Fprintf(w, "created by: %s\n", md.CreatedBy)
 	}
