@@ -11,7 +11,8 @@
 // unique per writer; see [ShardName]). Shards are Parquet with ZSTD pages,
 // data page v2, dictionary encoding for low-cardinality strings, PLAIN for
 // token ids and logprobs, and row groups of about 64 MiB of logical
-// (uncompressed) data. Lists are standard 3-level LIST columns and
+// (uncompressed) data, encoded in parallel and spliced into the file in
+// order. Lists are standard 3-level LIST columns and
 // created_at is TIMESTAMP(MICROS, UTC), so DuckDB, pyarrow and pandas read
 // every shard as is. The column names are the parquet tags of [Step]
 // (snake_case, see [Columns]).
@@ -40,8 +41,14 @@
 // Every failure caused by the file itself (truncated, corrupt, not
 // Parquet, a column of an unusable type) is a *[FileError] that names the
 // file and reports BadInput() == true, which troupe's CLI maps to exit code
-// 2. Readers never panic on bad input: panics inside the Parquet library
-// are recovered and returned as a *FileError.
+// 2. Readers never panic on bad input: the footer's Thrift structure is
+// validated before parquet-go decodes it (so a corrupt length cannot ask
+// for gigabytes), data pages are checked against their CRC-32, panics
+// inside the Parquet library are recovered, and LZ4-compressed files are
+// refused (parquet-go v0.32.0 loops forever on corrupt LZ4 blocks).
+//
+// Precision: created_at keeps microseconds (UTC); floats and integers
+// round-trip exactly; empty lists read back as nil.
 //
 // # Manifest
 //

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // ReadOptions select what a [Reader] decodes. The zero value reads every
@@ -71,29 +74,62 @@ func Open(path string, opts *ReadOptions) (r *Reader, err error) {
 	return r, nil
 }
 
-// openReaderAt builds a Reader over any ReaderAt (the fuzz tests use
-// memory); path only names the data in errors.
-func openReaderAt(path string, ra interface {
-	ReadAt([]byte, int64) (int, error)
-}, size int64, opts *ReadOptions) (r *Reader, err error) {
+// OpenParquet opens any Parquet file with the reader's safety checks
+// (footer structure, codecs, chunk bounds; library panics recovered) for
+// tools that walk it with parquet-go directly, such as `troupe inspect`.
+// Close the returned closer when done. Errors are *FileError values.
+func OpenParquet(path string) (*parquet.File, io.Closer, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, osFileError(path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, osFileError(path, err)
+	}
+	if st.IsDir() {
+		f.Close()
+		return nil, nil, badFile(path, errors.New("is a directory"))
+	}
+	pf, err := openParquet(path, f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return pf, f, nil
+}
+
+// openParquet validates and opens the footer of a Parquet file.
+func openParquet(path string, ra io.ReaderAt, size int64) (pf *parquet.File, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			r, err = nil, badFile(path, recovered(v))
+			pf, err = nil, badFile(path, recovered(v))
 		}
 	}()
-	if size < 12 {
-		return nil, badFile(path, fmt.Errorf("not a parquet file (%d bytes)", size))
+	if err := checkFooter(ra, size); err != nil {
+		return nil, badFile(path, err)
 	}
-	pf, err := parquet.OpenFile(ra, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+	pf, err = parquet.OpenFile(ra, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
 		return nil, badFile(path, fmt.Errorf("not a readable parquet file: %w", err))
+	}
+	if err := checkShape(pf, size); err != nil {
+		return nil, badFile(path, err)
+	}
+	return pf, nil
+}
+
+// openReaderAt builds a Reader over any ReaderAt (the fuzz tests use
+// memory); path only names the data in errors.
+func openReaderAt(path string, ra io.ReaderAt, size int64, opts *ReadOptions) (r *Reader, err error) {
+	pf, err := openParquet(path, ra, size)
+	if err != nil {
+		return nil, err
 	}
 	r = &Reader{path: path, pf: pf, iterCol: -1}
 	if opts != nil {
 		r.opts = *opts
-	}
-	if err := r.checkShape(size); err != nil {
-		return nil, badFile(path, err)
 	}
 	want := r.opts.Columns
 	if want == nil {
@@ -136,8 +172,8 @@ func openReaderAt(path string, ra interface {
 
 // checkShape rejects metadata that cannot describe a file of this size
 // before anything is allocated from it.
-func (r *Reader) checkShape(size int64) error {
-	md := r.pf.Metadata()
+func checkShape(pf *parquet.File, size int64) error {
+	md := pf.Metadata()
 	if md.NumRows < 0 {
 		return fmt.Errorf("negative row count %d", md.NumRows)
 	}
@@ -149,6 +185,9 @@ func (r *Reader) checkShape(size int64) error {
 		total += rg.NumRows
 		for _, cc := range rg.Columns {
 			m := cc.MetaData
+			if err := checkCodec(m.Codec); err != nil {
+				return fmt.Errorf("row group %d: column %s: %w", i, strings.Join(m.PathInSchema, "."), err)
+			}
 			if m.TotalCompressedSize < 0 || m.TotalCompressedSize > size || m.DataPageOffset < 0 || m.DataPageOffset > size {
 				return fmt.Errorf("row group %d: column chunk outside the file", i)
 			}
@@ -158,6 +197,21 @@ func (r *Reader) checkShape(size int64) error {
 		return fmt.Errorf("row groups hold %d rows, footer says %d", total, md.NumRows)
 	}
 	return nil
+}
+
+// checkCodec rejects compression codecs the reader cannot decode safely.
+// parquet-go v0.32.0 retries a failed LZ4_RAW block decode forever with a
+// doubling buffer, so a corrupt LZ4_RAW page would hang the reader and
+// exhaust memory; such files are refused (troupe writes ZSTD).
+func checkCodec(c format.CompressionCodec) error {
+	switch c {
+	case format.Uncompressed, format.Snappy, format.Gzip, format.Brotli, format.Zstd:
+		return nil
+	case format.Lz4Raw, format.Lz4:
+		return fmt.Errorf("codec %s not supported (parquet-go hangs on corrupt LZ4 data); rewrite the file with ZSTD", c)
+	default:
+		return fmt.Errorf("unknown compression codec %d", int32(c))
+	}
 }
 
 // Path returns the file's path.

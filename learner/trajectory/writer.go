@@ -2,6 +2,7 @@ package trajectory
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -13,7 +14,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -49,6 +53,9 @@ type WriterOptions struct {
 	ZstdLevel int
 	// Metadata is added to the file's key/value metadata.
 	Metadata map[string]string
+	// Parallelism is how many row groups are encoded and compressed at once
+	// (0 = GOMAXPROCS, at most 8). Each holds one row group in memory.
+	Parallelism int
 }
 
 // ShardInfo describes a committed shard.
@@ -95,22 +102,38 @@ func newTag() string {
 	return fmt.Sprintf("%sZ%06d-%s", now.Format("20060102T150405"), now.Nanosecond()/1000, hex.EncodeToString(b[:]))
 }
 
-// Writer writes one shard. Rows go through a buffered Parquet writer into a
-// locked temporary file in the target directory; [Writer.Commit] makes the
-// shard visible atomically, [Writer.Abort] discards it. A Writer is not
-// safe for concurrent use.
+// Writer writes one shard. Rows are buffered into row groups of about
+// RowGroupBytes; full row groups are encoded and compressed in background
+// goroutines (up to Parallelism at once, each into memory) and spliced, in
+// order and without re-encoding, into a locked temporary file in the target
+// directory. [Writer.Commit] makes the shard visible atomically,
+// [Writer.Abort] discards it. Write copies the rows' slices, so callers may
+// reuse them. A Writer is not safe for concurrent use.
 type Writer struct {
 	dir, name string
 	iteration int64
 	file      *os.File
 	buf       *bufio.Writer
 	count     *countingWriter
-	pw        *parquet.GenericWriter[Step]
+	pw        *parquet.GenericWriter[Step] // the file; receives whole row groups
+	wopts     []parquet.WriterOption
 	rgBytes   int64
-	pending   int64 // logical bytes in the open row group
+	cur       []Step // the open row group
+	curBytes  int64  // its logical size
 	rows      int64
 	done      bool
-	err       error // sticky
+
+	sem     chan struct{}       // bounds concurrent encoders
+	queue   chan chan encodedRG // encoded row groups, in file order, to the splicer
+	spliced chan struct{}       // closed when the splicer has exited
+	mu      sync.Mutex
+	err     error // sticky; set by Write or the splicer
+}
+
+// encodedRG is one row group encoded as a complete in-memory Parquet file.
+type encodedRG struct {
+	data []byte
+	err  error
 }
 
 // Create starts the shard of the given iteration in dir (which must
@@ -134,6 +157,9 @@ func Create(dir string, iteration int64, opts *WriterOptions) (*Writer, error) {
 	if o.ZstdLevel <= 0 {
 		o.ZstdLevel = DefaultZstdLevel
 	}
+	if o.Parallelism <= 0 {
+		o.Parallelism = min(runtime.GOMAXPROCS(0), 8)
+	}
 	name := ShardName(iteration, o.Tag)
 	f, err := createTemp(dir, name)
 	if err != nil {
@@ -143,16 +169,20 @@ func Create(dir string, iteration int64, opts *WriterOptions) (*Writer, error) {
 	w.count = &countingWriter{w: f, crc: crc32.New(crc32.MakeTable(crc32.Castagnoli))}
 	w.buf = bufio.NewWriterSize(w.count, 1<<20)
 	codec := &pqzstd.Codec{Level: zstd.EncoderLevelFromZstd(o.ZstdLevel)}
-	wopts := []parquet.WriterOption{
+	w.wopts = []parquet.WriterOption{
 		parquet.Compression(codec),
-		parquet.CreatedBy("troupe", SchemaVersion, ""),
+		parquet.CreatedBy("troupe", "trajectory-schema-"+SchemaVersion, "parquet-go"),
 		parquet.PageBufferSize(1 << 20),
 		parquet.KeyValueMetadata("troupe.schema_version", SchemaVersion),
 	}
 	for k, v := range o.Metadata {
-		wopts = append(wopts, parquet.KeyValueMetadata(k, v))
+		w.wopts = append(w.wopts, parquet.KeyValueMetadata(k, v))
 	}
-	w.pw = parquet.NewGenericWriter[Step](w.buf, wopts...)
+	w.pw = parquet.NewGenericWriter[Step](w.buf, w.wopts...)
+	w.sem = make(chan struct{}, o.Parallelism)
+	w.queue = make(chan chan encodedRG, o.Parallelism)
+	w.spliced = make(chan struct{})
+	go w.splice()
 	return w, nil
 }
 
@@ -165,45 +195,117 @@ func (w *Writer) Path() string { return filepath.Join(w.dir, w.name) }
 // Rows returns the number of rows written so far.
 func (w *Writer) Rows() int64 { return w.rows }
 
+func (w *Writer) setErr(err error) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
+}
+
+func (w *Writer) getErr() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
 // Write appends rows. Every row must carry the writer's iteration; Logprobs
 // must be empty or as long as CompletionIDs; Info must be "" or valid JSON.
-// A failed Write poisons the writer: Commit then fails and removes the
-// temporary file.
+// An invalid row rejects the whole call and leaves the writer usable; an
+// encoding or I/O failure poisons it (Commit then fails and removes the
+// temporary file).
 func (w *Writer) Write(steps ...Step) error {
-	if w.err != nil {
-		return w.err
-	}
 	if w.done {
 		return fmt.Errorf("trajectory: %s: write after commit or abort", w.name)
 	}
+	if err := w.getErr(); err != nil {
+		return err
+	}
 	for i := range steps {
-		s := &steps[i]
-		if err := validate(s, w.iteration); err != nil {
+		if err := validate(&steps[i], w.iteration); err != nil {
 			return fmt.Errorf("trajectory: %s: row %d: %w", w.name, w.rows+int64(i), err)
 		}
 	}
-	for len(steps) > 0 {
-		// Write up to the row group boundary, then flush the row group.
-		n := 0
-		for n < len(steps) && w.pending < w.rgBytes {
-			w.pending += logicalSize(&steps[n])
-			n++
-		}
-		if _, err := w.pw.Write(steps[:n]); err != nil {
-			w.err = fmt.Errorf("trajectory: %s: write: %w", w.name, err)
-			return w.err
-		}
-		w.rows += int64(n)
-		steps = steps[n:]
-		if w.pending >= w.rgBytes {
-			if err := w.pw.Flush(); err != nil {
-				w.err = fmt.Errorf("trajectory: %s: flush row group: %w", w.name, err)
-				return w.err
-			}
-			w.pending = 0
+	for i := range steps {
+		s := steps[i]
+		s.PromptIDs = slices.Clone(s.PromptIDs)
+		s.CompletionIDs = slices.Clone(s.CompletionIDs)
+		s.Logprobs = slices.Clone(s.Logprobs)
+		w.cur = append(w.cur, s)
+		w.curBytes += logicalSize(&s)
+		w.rows++
+		if w.curBytes >= w.rgBytes {
+			w.flushRowGroup()
 		}
 	}
-	return nil
+	return w.getErr()
+}
+
+// flushRowGroup hands the open row group to an encoder goroutine.
+func (w *Writer) flushRowGroup() {
+	if len(w.cur) == 0 {
+		return
+	}
+	rows := w.cur
+	w.cur, w.curBytes = nil, 0
+	fut := make(chan encodedRG, 1)
+	w.sem <- struct{}{} // backpressure: at most Parallelism row groups encoding
+	go func() {
+		defer func() { <-w.sem }()
+		fut <- w.encode(rows)
+	}()
+	w.queue <- fut
+}
+
+// encode writes rows as a complete Parquet file in memory.
+func (w *Writer) encode(rows []Step) (res encodedRG) {
+	defer func() {
+		if v := recover(); v != nil {
+			res = encodedRG{err: fmt.Errorf("encode row group: %v", v)}
+		}
+	}()
+	var b bytes.Buffer
+	pw := parquet.NewGenericWriter[Step](&b, w.wopts...)
+	if _, err := pw.Write(rows); err != nil {
+		return encodedRG{err: err}
+	}
+	if err := pw.Close(); err != nil {
+		return encodedRG{err: err}
+	}
+	return encodedRG{data: b.Bytes()}
+}
+
+// splice appends encoded row groups to the file in order. The compressed
+// pages are copied verbatim (parquet-go's copy path for row groups written
+// with the same configuration), so this costs little more than the I/O.
+func (w *Writer) splice() {
+	defer close(w.spliced)
+	for fut := range w.queue {
+		e := <-fut
+		if e.err != nil {
+			w.setErr(fmt.Errorf("trajectory: %s: %w", w.name, e.err))
+		}
+		if w.getErr() != nil {
+			continue // drain
+		}
+		f, err := parquet.OpenFile(bytes.NewReader(e.data), int64(len(e.data)))
+		if err == nil {
+			for _, rg := range f.RowGroups() {
+				if _, err = w.pw.WriteRowGroup(rg); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			w.setErr(fmt.Errorf("trajectory: %s: write row group: %w", w.name, err))
+		}
+	}
+}
+
+// finish stops the pipeline and waits for it.
+func (w *Writer) finish() {
+	close(w.queue)
+	<-w.spliced
 }
 
 func validate(s *Step, iteration int64) error {
@@ -228,22 +330,28 @@ func logicalSize(s *Step) int64 {
 	return int64(n) + 160 // scalars, levels, length prefixes
 }
 
-// Commit finishes the file (footer), fsyncs it, renames it to its final name
-// and fsyncs the directory. It fails if a file of that name exists. On any
-// error the temporary file is removed and nothing becomes visible.
+// Commit finishes the file (remaining row group, footer), fsyncs it,
+// renames it to its final name and fsyncs the directory. It fails if a file
+// of that name exists. On any error the temporary file is removed and
+// nothing becomes visible.
 func (w *Writer) Commit() (ShardInfo, error) {
 	if w.done {
 		return ShardInfo{}, fmt.Errorf("trajectory: %s: already committed or aborted", w.name)
-	}
-	if w.err != nil {
-		w.Abort()
-		return ShardInfo{}, w.err
 	}
 	w.done = true
 	fail := func(err error) (ShardInfo, error) {
 		w.file.Close()
 		os.Remove(w.file.Name())
 		return ShardInfo{}, fmt.Errorf("trajectory: commit %s: %w", w.Path(), err)
+	}
+	if w.getErr() == nil {
+		w.flushRowGroup()
+	}
+	w.finish()
+	if err := w.getErr(); err != nil {
+		w.file.Close()
+		os.Remove(w.file.Name())
+		return ShardInfo{}, err
 	}
 	if err := w.pw.Close(); err != nil {
 		return fail(err)
@@ -258,13 +366,16 @@ func (w *Writer) Commit() (ShardInfo, error) {
 	return info, nil
 }
 
-// Abort discards the shard: the temporary file is closed and removed. It
-// is a no-op after Commit or Abort.
+// Abort discards the shard: background encoders are drained and the
+// temporary file is closed and removed. It is a no-op after Commit or
+// Abort.
 func (w *Writer) Abort() {
 	if w.done {
 		return
 	}
 	w.done = true
+	w.setErr(errors.New("aborted"))
+	w.finish()
 	w.file.Close()
 	os.Remove(w.file.Name())
 }
