@@ -2,9 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,14 +10,6 @@ import (
 
 	"github.com/troupe-rl/troupe/learner/trajectory"
 )
-
-func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	env := &cliEnv{stdout: &out, stderr: &errb, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	code = runMain(context.Background(), env, args)
-	return code, out.String(), errb.String()
-}
 
 func writeTestShard(t *testing.T, dir string) string {
 	t.Helper()
@@ -53,7 +42,7 @@ func writeTestShard(t *testing.T, dir string) string {
 
 func TestInspect(t *testing.T) {
 	path := writeTestShard(t, t.TempDir())
-	code, out, errOut := runCLI(t, "inspect", path, "--rows", "2")
+	out, errOut, code := runCLI("inspect", path, "--rows", "2")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -97,7 +86,7 @@ func TestInspectBadInput(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			code, _, errOut := runCLI(t, "inspect", path)
+			_, errOut, code := runCLI("inspect", path)
 			if code != 2 || !strings.Contains(errOut, path) {
 				t.Fatalf("exit %d, stderr %q; want 2 naming %s", code, errOut, path)
 			}
@@ -113,7 +102,7 @@ func TestInspectBadInput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if code, _, errOut := runCLI(t, tc.args...); code != 2 {
+			if _, errOut, code := runCLI(tc.args...); code != 2 {
 				t.Fatalf("exit %d (%s); want 2", code, errOut)
 			}
 		})

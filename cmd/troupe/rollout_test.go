@@ -148,6 +148,9 @@ rollout: {mode: tree, branches: %d, problems: %d}
 			t.Fatalf("branch %d: server gave %v %v, shard has %v %v", r.Branch, c.TokenIDs, c.Logprobs.TokenLogprobs, r.CompletionIDs, r.Logprobs)
 		}
 	}
+	if out, errs, code := runCLI("inspect", shard); code != 0 || !strings.Contains(out, "completion_ids") {
+		t.Fatalf("inspect: exit %d\n%s\n%s", code, out, errs)
+	}
 	// The same iteration again is refused: the shard exists.
 	if _, stderr, code := runCLI("rollout", cfg); code != 2 || !strings.Contains(stderr, "already exists") {
 		t.Fatalf("second rollout of iteration 0: exit %d: %s", code, stderr)
