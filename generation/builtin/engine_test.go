@@ -371,3 +371,25 @@ func TestOpen(t *testing.T) {
 func contains(s, sub string) bool {
 	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
 }
+
+// TestDecodeStepAllocs: a steady-state decode step allocates nothing
+// (scratch, KV storage and token slices are reused or pre-sized).
+func TestDecodeStepAllocs(t *testing.T) {
+	cfg := tinyConfig("qwen3")
+	e := newTestEngine(t, cfg, randomWeights(cfg, 10), Options{})
+	j, err := e.newJob(context.Background(), &Request{Prompt: prompt(5, cfg.VocabSize, 0), N: 4, MaxTokens: 50, Temperature: 0.8, TopK: 10, TopP: 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler goroutine is idle (nothing queued): drive it by hand.
+	st := &schedState{samplers: make([]sampler, e.pool.n)}
+	st.sampleFn = st.sampleRange
+	e.prefill(j)
+	for range j.req.N {
+		st.active = append(st.active, e.startSeq(st, j))
+	}
+	e.step(st) // warm up scratch
+	if n := testing.AllocsPerRun(20, func() { e.step(st) }); n != 0 {
+		t.Fatalf("decode step allocates %v times", n)
+	}
+}
