@@ -2,15 +2,23 @@
 // "x times W transposed" matrix product that every linear layer is, and the
 // dot/axpy pair that attention uses.
 //
-// Three implementations sit behind one API, chosen at build time:
+// Implementations behind one API, chosen at build time:
 //
-//   - portable Go (always compiled; the fallback everywhere);
-//   - Go 1.26 SIMD with AVX-512 (files built with GOEXPERIMENT=simd on
-//     amd64; used when the CPU reports AVX-512 at run time, else portable);
-//   - OpenBLAS through cgo for [MatMulT] (build tag "openblas", needs
-//     libopenblas-dev); Dot and Axpy stay in Go.
+//   - amd64, default build: a 2×4-tile AVX-512 kernel in Go assembly
+//     (asm_amd64.s) for [MatMulT]; portable Go for the rest. No cgo, no
+//     experiment needed.
+//   - amd64 with GOEXPERIMENT=simd: the same tiles written with Go 1.26's
+//     simd/archsimd (simd_amd64.go), plus AVX-512 Dot, Axpy, Exp and
+//     SiLUMul. Its products are bitwise equal to the assembly build's.
+//   - build tag "openblas" (cgo, libopenblas-dev): OpenBLAS sgemm for
+//     [MatMulT], single-threaded per call. Measured slower than the Go
+//     tiles on this project's machines and not batch-invariant (below), so
+//     it is optional.
+//   - elsewhere (other GOARCHes, tag purego, or no AVX-512 at run time):
+//     portable Go.
 //
-// [Variant] names the one in use.
+// The AVX-512 paths check the CPU (and OS ZMM support) at start-up and
+// fall back to portable Go. [Variant] names the one in use.
 //
 // Determinism contract: every output element of [MatMulT] is computed by
 // the same sequence of floating-point operations whatever M, the output
