@@ -1,6 +1,10 @@
-//go:build amd64 && !goexperiment.simd && !purego
+//go:build amd64 && !purego
 
 #include "textflag.h"
+
+// HSUM reduces the 16 lanes of z into the low float of x with a fixed
+// tree: (lo8+hi8) → (lo4+hi4) → (a0+a1)+(a2+a3).
+#define HSUM(z, y, x) VEXTRACTF64X4 $1, z, Y14; VADDPS Y14, y, y; VEXTRACTF128 $1, y, X14; VADDPS X14, x, x; VHADDPS x, x, x; VHADDPS x, x, x
 
 // func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24
@@ -21,9 +25,9 @@ TEXT ·xgetbv0(SB), NOSPLIT, $0-8
 	MOVL DX, edx+4(FP)
 	RET
 
-// func accum2x4(x0, x1, w unsafe.Pointer, K, k16 int, out *[8][16]float32)
-// out[i*4+j] = 16-lane FMA accumulation over k < k16 of x_i · w_j, where
-// w_j = w + j*K floats. Lanes are reduced by the caller.
+// func accum2x4(x0, x1, w unsafe.Pointer, K, k16 int, out *[8]float32)
+// out[i*4+j] = 16-lane FMA accumulation over k < k16 of x_i · w_j (w_j =
+// w + j*K floats), reduced by HSUM. Tails are the caller's.
 TEXT ·accum2x4(SB), NOSPLIT, $0-48
 	MOVQ x0+0(FP), SI
 	MOVQ x1+8(FP), DI
@@ -68,18 +72,26 @@ loop2x4:
 	JLT loop2x4
 
 done2x4:
-	VMOVUPS Z0, 0(DX)
-	VMOVUPS Z1, 64(DX)
-	VMOVUPS Z2, 128(DX)
-	VMOVUPS Z3, 192(DX)
-	VMOVUPS Z4, 256(DX)
-	VMOVUPS Z5, 320(DX)
-	VMOVUPS Z6, 384(DX)
-	VMOVUPS Z7, 448(DX)
+	HSUM(Z0, Y0, X0)
+	HSUM(Z1, Y1, X1)
+	HSUM(Z2, Y2, X2)
+	HSUM(Z3, Y3, X3)
+	HSUM(Z4, Y4, X4)
+	HSUM(Z5, Y5, X5)
+	HSUM(Z6, Y6, X6)
+	HSUM(Z7, Y7, X7)
+	MOVSS X0, 0(DX)
+	MOVSS X1, 4(DX)
+	MOVSS X2, 8(DX)
+	MOVSS X3, 12(DX)
+	MOVSS X4, 16(DX)
+	MOVSS X5, 20(DX)
+	MOVSS X6, 24(DX)
+	MOVSS X7, 28(DX)
 	VZEROUPPER
 	RET
 
-// func accum1x4(x0, w unsafe.Pointer, K, k16 int, out *[4][16]float32)
+// func accum1x4(x0, w unsafe.Pointer, K, k16 int, out *[4]float32)
 TEXT ·accum1x4(SB), NOSPLIT, $0-40
 	MOVQ x0+0(FP), SI
 	MOVQ w+8(FP), R8
@@ -110,14 +122,18 @@ loop1x4:
 	JLT loop1x4
 
 done1x4:
-	VMOVUPS Z0, 0(DX)
-	VMOVUPS Z1, 64(DX)
-	VMOVUPS Z2, 128(DX)
-	VMOVUPS Z3, 192(DX)
+	HSUM(Z0, Y0, X0)
+	HSUM(Z1, Y1, X1)
+	HSUM(Z2, Y2, X2)
+	HSUM(Z3, Y3, X3)
+	MOVSS X0, 0(DX)
+	MOVSS X1, 4(DX)
+	MOVSS X2, 8(DX)
+	MOVSS X3, 12(DX)
 	VZEROUPPER
 	RET
 
-// func accum1x1(x0, w unsafe.Pointer, k16 int, out *[16]float32)
+// func accum1x1(x0, w unsafe.Pointer, k16 int, out *float32)
 TEXT ·accum1x1(SB), NOSPLIT, $0-32
 	MOVQ x0+0(FP), SI
 	MOVQ w+8(FP), R8
@@ -137,6 +153,7 @@ loop1x1:
 	JLT loop1x1
 
 done1x1:
-	VMOVUPS Z0, 0(DX)
+	HSUM(Z0, Y0, X0)
+	MOVSS X0, 0(DX)
 	VZEROUPPER
 	RET

@@ -8,4 +8,4 @@ func matMulT(y []float32, ldy int, x []float32, M, K int, w []float32, o0, o1 in
 	blas.MatMulT(y, ldy, x, M, K, w, o0, o1)
 }
 
-func matMulVariant() string { return "openblas" }
+func matMulVariant() string { return "openblas" + elemVariant() }
