@@ -393,3 +393,20 @@ func TestDecodeStepAllocs(t *testing.T) {
 		t.Fatalf("decode step allocates %v times", n)
 	}
 }
+
+// TestMoreSamplesThanBatch: N > MaxBatch samples join as slots free up and
+// match a run where they all fit.
+func TestMoreSamplesThanBatch(t *testing.T) {
+	cfg := tinyConfig("llama")
+	w := randomWeights(cfg, 11)
+	req := func() *Request {
+		return &Request{Prompt: prompt(6, cfg.VocabSize, 5), N: 5, MaxTokens: 7, Temperature: 1.1, TopK: 30, Seed: seedp(3)}
+	}
+	small := newTestEngine(t, cfg, w, Options{MaxBatch: 2, Threads: 1})
+	big := newTestEngine(t, cfg, w, Options{MaxBatch: 8, Threads: 2})
+	a, b := gen(t, small, req()), gen(t, big, req())
+	if len(a.Samples) != 5 {
+		t.Fatalf("%d samples", len(a.Samples))
+	}
+	sameSamples(t, "MaxBatch 2 vs 8", a, b, batchTol)
+}
