@@ -45,9 +45,15 @@ func prompt(n int, vocab int, off int) []int32 {
 // prompt (every position's logits) and compares with the float64
 // reference.
 func TestForwardMatchesReference(t *testing.T) {
-	for _, arch := range archs {
+	for _, arch := range append(archs, "demo-size") {
 		t.Run(arch, func(t *testing.T) {
 			cfg := tinyConfig(arch)
+			if arch == "demo-size" { // BenchmarkDecode's demo model
+				if testing.Short() {
+					t.Skip("short")
+				}
+				cfg = benchModels[0].cfg
+			}
 			w := randomWeights(cfg, 1)
 			m, err := newModel(cfg, w, "test")
 			if err != nil {
@@ -56,7 +62,7 @@ func TestForwardMatchesReference(t *testing.T) {
 			p := newPool(2)
 			defer p.close()
 			f := newForwarder(m, p, cfg.MaxPositionEmbeddings)
-			toks := prompt(40, cfg.VocabSize, 0)
+			toks := prompt(min(40, cfg.MaxPositionEmbeddings), cfg.VocabSize, 0)
 			kv := newSeqKV(cfg.NumHiddenLayers, nil)
 			kv.reserve(len(toks), m.kvd, len(toks))
 			rows := make([]fwdRow, len(toks))
