@@ -104,10 +104,6 @@ func (e *Engine) ContextLength() int { return e.ctxLen }
 // VocabSize is the model's vocabulary size (valid token ids are below it).
 func (e *Engine) VocabSize() int { return e.m.vocab }
 
-// Kernels names the matrix kernels compiled in ("openblas", "simd-avx512"
-// or "go").
-func (e *Engine) Kernels() string { return kernels.Variant() }
-
 // LoadAdapter loads a PEFT LoRA adapter folder under name, replacing any
 // adapter of that name. Requests in flight keep the version they started
 // with; later requests naming it get the new one. Malformed folders give

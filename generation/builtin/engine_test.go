@@ -45,9 +45,15 @@ func prompt(n int, vocab int, off int) []int32 {
 // prompt (every position's logits) and compares with the float64
 // reference.
 func TestForwardMatchesReference(t *testing.T) {
-	for _, arch := range archs {
+	for _, arch := range append(archs, "demo-size") {
 		t.Run(arch, func(t *testing.T) {
 			cfg := tinyConfig(arch)
+			if arch == "demo-size" { // BenchmarkDecode's demo model
+				if testing.Short() {
+					t.Skip("short")
+				}
+				cfg = benchModels[0].cfg
+			}
 			w := randomWeights(cfg, 1)
 			m, err := newModel(cfg, w, "test")
 			if err != nil {
@@ -56,7 +62,7 @@ func TestForwardMatchesReference(t *testing.T) {
 			p := newPool(2)
 			defer p.close()
 			f := newForwarder(m, p, cfg.MaxPositionEmbeddings)
-			toks := prompt(40, cfg.VocabSize, 0)
+			toks := prompt(min(40, cfg.MaxPositionEmbeddings), cfg.VocabSize, 0)
 			kv := newSeqKV(cfg.NumHiddenLayers, nil)
 			kv.reserve(len(toks), m.kvd, len(toks))
 			rows := make([]fwdRow, len(toks))
@@ -370,4 +376,43 @@ func TestOpen(t *testing.T) {
 
 func contains(s, sub string) bool {
 	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
+}
+
+// TestDecodeStepAllocs: a steady-state decode step allocates nothing
+// (scratch, KV storage and token slices are reused or pre-sized).
+func TestDecodeStepAllocs(t *testing.T) {
+	cfg := tinyConfig("qwen3")
+	e := newTestEngine(t, cfg, randomWeights(cfg, 10), Options{})
+	j, err := e.newJob(context.Background(), &Request{Prompt: prompt(5, cfg.VocabSize, 0), N: 4, MaxTokens: 50, Temperature: 0.8, TopK: 10, TopP: 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler goroutine is idle (nothing queued): drive it by hand.
+	st := &schedState{samplers: make([]sampler, e.pool.n)}
+	st.sampleFn = st.sampleRange
+	e.prefill(j)
+	for range j.req.N {
+		st.active = append(st.active, e.startSeq(st, j))
+	}
+	e.step(st) // warm up scratch
+	if n := testing.AllocsPerRun(20, func() { e.step(st) }); n != 0 {
+		t.Fatalf("decode step allocates %v times", n)
+	}
+}
+
+// TestMoreSamplesThanBatch: N > MaxBatch samples join as slots free up and
+// match a run where they all fit.
+func TestMoreSamplesThanBatch(t *testing.T) {
+	cfg := tinyConfig("llama")
+	w := randomWeights(cfg, 11)
+	req := func() *Request {
+		return &Request{Prompt: prompt(6, cfg.VocabSize, 5), N: 5, MaxTokens: 7, Temperature: 1.1, TopK: 30, Seed: seedp(3)}
+	}
+	small := newTestEngine(t, cfg, w, Options{MaxBatch: 2, Threads: 1})
+	big := newTestEngine(t, cfg, w, Options{MaxBatch: 8, Threads: 2})
+	a, b := gen(t, small, req()), gen(t, big, req())
+	if len(a.Samples) != 5 {
+		t.Fatalf("%d samples", len(a.Samples))
+	}
+	sameSamples(t, "MaxBatch 2 vs 8", a, b, batchTol)
 }

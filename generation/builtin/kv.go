@@ -38,24 +38,27 @@ func (s *seqKV) prefixLen() int {
 }
 
 // reserve makes room for own positions up to total length n (prefix
-// included), growing geometrically up to limit so that decoding allocates
-// rarely; then marks them filled.
+// included) and marks them filled. Storage grows geometrically (at least
+// 64 positions, at most limit) in one allocation for all layers, so
+// decoding allocates rarely.
 func (s *seqKV) reserve(n, kvd, limit int) {
 	own := n - s.prefixLen()
 	if own <= s.own.n {
 		return
 	}
-	if c := cap(s.own.k[0]) / max(kvd, 1); own > c || s.own.k[0] == nil {
-		newCap := max(own, min(2*c, limit-s.prefixLen()), 16)
-		for l := range s.own.k {
-			k := make([]float32, s.own.n*kvd, newCap*kvd)
+	L := len(s.own.k)
+	if c := cap(s.own.k[0]) / max(kvd, 1); own > c {
+		newCap := max(own, min(max(2*c, 64), limit-s.prefixLen()))
+		buf := make([]float32, 2*L*newCap*kvd)
+		for l := range L {
+			k := buf[(2*l)*newCap*kvd : (2*l+1)*newCap*kvd]
+			v := buf[(2*l+1)*newCap*kvd : (2*l+2)*newCap*kvd]
 			copy(k, s.own.k[l])
-			v := make([]float32, s.own.n*kvd, newCap*kvd)
 			copy(v, s.own.v[l])
-			s.own.k[l], s.own.v[l] = k, v
+			s.own.k[l], s.own.v[l] = k[:0], v[:0]
 		}
 	}
-	for l := range s.own.k {
+	for l := range L {
 		s.own.k[l] = s.own.k[l][:own*kvd]
 		s.own.v[l] = s.own.v[l][:own*kvd]
 	}

@@ -16,6 +16,8 @@ type schedState struct {
 	rows     []fwdRow
 	samplers []sampler
 	picks    []pick
+	logits   []float32 // the step's logits, for sampleRange
+	sampleFn func(worker, lo, hi int)
 }
 
 type pick struct {
@@ -28,6 +30,7 @@ type pick struct {
 func (e *Engine) schedule() {
 	defer close(e.stopped)
 	st := &schedState{samplers: make([]sampler, e.pool.n)}
+	st.sampleFn = st.sampleRange
 	for {
 		e.dropCancelled(st)
 		if len(st.active) == 0 && st.pending == nil {
@@ -208,14 +211,9 @@ func (e *Engine) step(st *schedState) {
 		st.picks = make([]pick, n)
 	}
 	st.picks = st.picks[:n]
-	V := m.vocab
-	e.pool.parallelFor(&e.fwd.loop, n, 1, func(w, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			s := st.active[i]
-			tok, lp := st.samplers[w].sample(logits[i*V:(i+1)*V], s.job.params, s.rng)
-			st.picks[i] = pick{tok, lp}
-		}
-	})
+	st.logits = logits
+	e.pool.parallelFor(&e.fwd.loop, n, 1, st.sampleFn)
+	st.logits = nil
 	keep := st.active[:0]
 	for i, s := range st.active {
 		e.emit(s, st.picks[i].tok, st.picks[i].lp)
@@ -225,4 +223,14 @@ func (e *Engine) step(st *schedState) {
 	}
 	clear(st.active[len(keep):])
 	st.active = keep
+}
+
+// sampleRange samples the next token of active sequences [lo, hi).
+func (st *schedState) sampleRange(w, lo, hi int) {
+	V := len(st.logits) / len(st.active)
+	for i := lo; i < hi; i++ {
+		s := st.active[i]
+		tok, lp := st.samplers[w].sample(st.logits[i*V:(i+1)*V], s.job.params, s.rng)
+		st.picks[i] = pick{tok, lp}
+	}
 }

@@ -7,7 +7,10 @@
 # the engine's figures from $BENCH_OUT (bench.out) or running
 # BenchmarkDecode itself when they are absent.
 # Env: TROUPE_BENCH_LARGE=1 adds the Qwen3-0.6B-shaped model;
-# TORCH_THREADS (default 2).
+# TORCH_THREADS (default 2); OMP_WAIT_POLICY (default PASSIVE: Debian's
+# torch runs elementwise ops on OpenMP threads that otherwise spin after
+# each op and starve OpenBLAS's own threads on 2 cores — measured 0.57 s vs
+# 4–12 s per batch-32 decode step of the 0.6B model on a busy machine).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 py=/usr/bin/python3 # Debian's torch is for the system Python, not a pyenv shim
@@ -20,6 +23,7 @@ if ((${#need[@]})); then
   { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"; } >&2 || {
     echo "30-engine-torch: cannot install ${need[*]}; skipped" >&2; exit 0; }
 fi
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 torch_out=$(mktemp)
 trap 'rm -f "$torch_out"' EXIT
 TORCH_THREADS=${TORCH_THREADS:-2} "$py" - <<'PY' | tee "$torch_out"
@@ -56,40 +60,45 @@ class Model:
         s.norm = torch.ones(d)
         s.inv = 1.0 / (c["theta"] ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
 
+    def new_cache(s, batch, length):
+        c = s.c
+        return [(torch.zeros(batch, c["kv"], length, c["hd"]), torch.zeros(batch, c["kv"], length, c["hd"])) for _ in s.layers]
+
     def forward(s, toks, pos0, cache):
-        # toks [B, T]; cache: per layer [k, v] tensors [B, kv, len, hd] or None.
+        # toks [B, T]; cache: per layer preallocated (k, v) [B, kv, max_len, hd],
+        # written in place at positions pos0..pos0+T-1 (a static KV cache).
         c = s.c
         B, T = toks.shape
         H, G, hd = c["heads"], c["kv"], c["hd"]
-        pos = torch.arange(pos0, pos0 + T, dtype=torch.float64)
+        rep, L = H // G, pos0 + T
+        pos = torch.arange(pos0, L, dtype=torch.float64)
         fr = torch.outer(pos, s.inv)
         cos = torch.cat((fr.cos(), fr.cos()), -1).float()
         sin = torch.cat((fr.sin(), fr.sin()), -1).float()
         x = s.embed[toks]
         mask = None
-        if T > 1:
-            mask = torch.full((T, pos0 + T), float("-inf")).triu(pos0 + 1)
-        for i, L in enumerate(s.layers):
-            h = rms(x, L["inn"])
-            q = (h @ L["q"].T).view(B, T, H, hd).transpose(1, 2)
-            k = (h @ L["k"].T).view(B, T, G, hd).transpose(1, 2)
-            v = (h @ L["v"].T).view(B, T, G, hd).transpose(1, 2)
-            q, k = rms(q, L["qn"]), rms(k, L["kn"])
+        if T > 1:  # causal mask for the rep*T query rows of each kv group
+            mask = torch.full((T, L), float("-inf")).triu(pos0 + 1).repeat(rep, 1)
+        for i, Ly in enumerate(s.layers):
+            h = rms(x, Ly["inn"])
+            q = (h @ Ly["q"].T).view(B, T, H, hd).transpose(1, 2)
+            k = (h @ Ly["k"].T).view(B, T, G, hd).transpose(1, 2)
+            v = (h @ Ly["v"].T).view(B, T, G, hd).transpose(1, 2)
+            q, k = rms(q, Ly["qn"]), rms(k, Ly["kn"])
             q = q * cos + rot_half(q) * sin
             k = k * cos + rot_half(k) * sin
-            if cache[i] is not None:
-                k = torch.cat((cache[i][0], k), 2)
-                v = torch.cat((cache[i][1], v), 2)
-            cache[i] = (k, v)
-            kk = k.repeat_interleave(H // G, dim=1)
-            vv = v.repeat_interleave(H // G, dim=1)
-            a = (q @ kk.transpose(-1, -2)) / math.sqrt(hd)
+            kc, vc = cache[i]
+            kc[:, :, pos0:L] = k
+            vc[:, :, pos0:L] = v
+            # grouped-query attention without copying K/V per head
+            qg = q.reshape(B, G, rep * T, hd)
+            a = (qg @ kc[:, :, :L].transpose(-1, -2)) / math.sqrt(hd)
             if mask is not None:
                 a = a + mask
-            a = torch.softmax(a, -1) @ vv
-            x = x + a.transpose(1, 2).reshape(B, T, H * hd) @ L["o"].T
-            h = rms(x, L["post"])
-            x = x + (torch.nn.functional.silu(h @ L["g"].T) * (h @ L["up"].T)) @ L["dn"].T
+            a = (torch.softmax(a, -1) @ vc[:, :, :L]).view(B, H, T, hd)
+            x = x + a.transpose(1, 2).reshape(B, T, H * hd) @ Ly["o"].T
+            h = rms(x, Ly["post"])
+            x = x + (torch.nn.functional.silu(h @ Ly["g"].T) * (h @ Ly["up"].T)) @ Ly["dn"].T
         return rms(x[:, -1], s.norm) @ s.embed.T
 
 def sample(logits):
@@ -105,15 +114,19 @@ with torch.no_grad():
         m = Model(c)
         prompt = torch.tensor([[(i * 31 + 3) % c["vocab"] for i in range(c["prompt"])]])
         for batch in (1, 32):
-            reps = 3 if not c["large"] else 1
+            reps = 3 if not c["large"] else 2
             best_tps, ttfts = 0.0, []
-            for r in range(reps + 1):  # first round warms up
-                cache = [None] * c["layers"]
+            for r in range(reps + 1):  # first round warms up; best of the rest
+                total = c["prompt"] + c["gen"]
+                pre = m.new_cache(1, total)
+                cache = m.new_cache(batch, total)
                 t0 = time.perf_counter()
-                logits = m.forward(prompt, 0, cache)  # one prefill, shared by the batch
+                logits = m.forward(prompt, 0, pre)  # one prefill, shared by the batch
                 tok, _ = sample(logits.expand(batch, -1))
                 t1 = time.perf_counter()
-                cache = [(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in cache]
+                for (k, v), (pk, pv) in zip(cache, pre):  # share the prompt's KV
+                    k[:, :, : c["prompt"]] = pk[:, :, : c["prompt"]]
+                    v[:, :, : c["prompt"]] = pv[:, :, : c["prompt"]]
                 pos = c["prompt"]
                 for _ in range(c["gen"] - 1):
                     logits = m.forward(tok, pos, cache)

@@ -41,6 +41,12 @@ func TestMatMulT(t *testing.T) {
 				MatMulT(y1, tc.N, x[m*tc.K:(m+1)*tc.K], 1, tc.K, w, 0, h)
 				MatMulT(y1, tc.N, x[m*tc.K:(m+1)*tc.K], 1, tc.K, w, h, tc.N)
 				for o := range y1 {
+					if Variant() == "openblas" { // not batch-invariant; see the package doc
+						if d := y1[o] - y[m*tc.N+o]; d > 1e-4 || d < -1e-4 {
+							t.Fatalf("row %d col %d: alone %v, in batch %v", m, o, y1[o], y[m*tc.N+o])
+						}
+						continue
+					}
 					if y1[o] != y[m*tc.N+o] {
 						t.Fatalf("row %d col %d: alone %v, in batch %v", m, o, y1[o], y[m*tc.N+o])
 					}

@@ -1,4 +1,4 @@
-//go:build !openblas
+//go:build !openblas || !cgo
 
 package kernels
 
@@ -6,4 +6,4 @@ func matMulT(y []float32, ldy int, x []float32, M, K int, w []float32, o0, o1 in
 	matMulTSIMD(y, ldy, x, M, K, w, o0, o1)
 }
 
-func matMulVariant() string { return simdVariant() }
+func matMulVariant() string { return mmVariant() + elemVariant() }

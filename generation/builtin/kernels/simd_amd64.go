@@ -10,11 +10,11 @@ import (
 // hasAVX512 selects the AVX-512 kernels at run time.
 var hasAVX512 = archsimd.X86.AVX512()
 
-func simdVariant() string {
+func elemVariant() string {
 	if hasAVX512 {
-		return "simd-avx512"
+		return "+simd"
 	}
-	return "go"
+	return ""
 }
 
 // ld loads 16 float32 at p+k (k in elements). Callers guarantee bounds.
@@ -31,14 +31,6 @@ func hsum(v archsimd.Float32x16) float32 {
 	return (a[0] + a[1]) + (a[2] + a[3])
 }
 
-// tail adds the elements past the last full 16-block, in order.
-func tail(s float32, a, b []float32, k0 int) float32 {
-	for k := k0; k < len(a); k++ {
-		s += a[k] * b[k]
-	}
-	return s
-}
-
 func dot(a, b []float32) float32 {
 	if !hasAVX512 {
 		return dotGo(a, b)
@@ -53,7 +45,7 @@ func dot(a, b []float32) float32 {
 			acc = ld(pa, k).MulAdd(ld(pb, k), acc)
 		}
 	}
-	return tail(hsum(acc), a, b, n16)
+	return tailAdd(hsum(acc), a, b, n16)
 }
 
 func axpy(alpha float32, x, y []float32) {
@@ -75,95 +67,6 @@ func axpy(alpha float32, x, y []float32) {
 	for k := n16; k < n; k++ {
 		y[k] += alpha * x[k]
 	}
-}
-
-// matMulTSIMD computes the block with 2×4 register tiles (2 x rows × 4 W
-// rows); leftovers use 1×4 and 1×1 tiles. Every output
-// element is one accumulator over k in 16-lane steps, reduced by hsum,
-// then the tail: identical arithmetic in every tile shape.
-func matMulTSIMD(y []float32, ldy int, x []float32, M, K int, w []float32, o0, o1 int) {
-	if !hasAVX512 {
-		matMulTGo(y, ldy, x, M, K, w, o0, o1)
-		return
-	}
-	// Tile M so the x rows of a tile stay in L2 while W rows stream.
-	mTile := max(4, min(64, (192<<10)/(4*max(K, 1)))&^3)
-	for m0 := 0; m0 < M; m0 += mTile {
-		m1 := min(m0+mTile, M)
-		o := o0
-		for ; o+4 <= o1; o += 4 {
-			m := m0
-			for ; m+2 <= m1; m += 2 {
-				tile2x4(y[m*ldy+o:], ldy, x[m*K:(m+2)*K], K, w[o*K:(o+4)*K])
-			}
-			for ; m < m1; m++ {
-				tile1x4(y[m*ldy+o:m*ldy+o+4], x[m*K:(m+1)*K], K, w[o*K:(o+4)*K])
-			}
-		}
-		for ; o < o1; o++ {
-			wr := w[o*K : (o+1)*K]
-			for m := m0; m < m1; m++ {
-				y[m*ldy+o] = dot(x[m*K:(m+1)*K], wr)
-			}
-		}
-	}
-}
-
-func tile1x4(y []float32, x []float32, K int, w []float32) {
-	k16 := K &^ 15
-	var c0, c1, c2, c3 archsimd.Float32x16
-	if k16 > 0 {
-		px := unsafe.Pointer(&x[0])
-		pw0 := unsafe.Pointer(&w[0])
-		pw1 := unsafe.Add(pw0, K*4)
-		pw2 := unsafe.Add(pw1, K*4)
-		pw3 := unsafe.Add(pw2, K*4)
-		for k := 0; k < k16; k += 16 {
-			a := ld(px, k)
-			c0 = a.MulAdd(ld(pw0, k), c0)
-			c1 = a.MulAdd(ld(pw1, k), c1)
-			c2 = a.MulAdd(ld(pw2, k), c2)
-			c3 = a.MulAdd(ld(pw3, k), c3)
-		}
-	}
-	y[0] = tail(hsum(c0), x, w[0:K], k16)
-	y[1] = tail(hsum(c1), x, w[K:2*K], k16)
-	y[2] = tail(hsum(c2), x, w[2*K:3*K], k16)
-	y[3] = tail(hsum(c3), x, w[3*K:4*K], k16)
-}
-
-// tile2x4 is 2 x rows × 4 W rows: 8 accumulators plus the 4 W vectors
-// and one x vector fit the 15 vector registers Go allocates without
-// spilling (a 4×4 tile spilled accumulators to the stack in the loop).
-func tile2x4(y []float32, ldy int, x []float32, K int, w []float32) {
-	k16 := K &^ 15
-	var c00, c01, c02, c03, c10, c11, c12, c13 archsimd.Float32x16
-	if k16 > 0 {
-		px0 := unsafe.Pointer(&x[0])
-		px1 := unsafe.Add(px0, K*4)
-		pw0 := unsafe.Pointer(&w[0])
-		pw1 := unsafe.Add(pw0, K*4)
-		pw2 := unsafe.Add(pw1, K*4)
-		pw3 := unsafe.Add(pw2, K*4)
-		for k := 0; k < k16; k += 16 {
-			b0, b1, b2, b3 := ld(pw0, k), ld(pw1, k), ld(pw2, k), ld(pw3, k)
-			a := ld(px0, k)
-			c00 = a.MulAdd(b0, c00)
-			c01 = a.MulAdd(b1, c01)
-			c02 = a.MulAdd(b2, c02)
-			c03 = a.MulAdd(b3, c03)
-			a = ld(px1, k)
-			c10 = a.MulAdd(b0, c10)
-			c11 = a.MulAdd(b1, c11)
-			c12 = a.MulAdd(b2, c12)
-			c13 = a.MulAdd(b3, c13)
-		}
-	}
-	x0, x1 := x[0:K], x[K:2*K]
-	w0, w1, w2, w3 := w[0:K], w[K:2*K], w[2*K:3*K], w[3*K:4*K]
-	y0, y1 := y[0:4], y[ldy:ldy+4]
-	y0[0], y0[1], y0[2], y0[3] = tail(hsum(c00), x0, w0, k16), tail(hsum(c01), x0, w1, k16), tail(hsum(c02), x0, w2, k16), tail(hsum(c03), x0, w3, k16)
-	y1[0], y1[1], y1[2], y1[3] = tail(hsum(c10), x1, w0, k16), tail(hsum(c11), x1, w1, k16), tail(hsum(c12), x1, w2, k16), tail(hsum(c13), x1, w3, k16)
 }
 
 // exp16 is Cephes' expf on 16 lanes: x = n·ln2 + r, |r| ≤ ln2/2, exp(r) by

@@ -1,6 +1,6 @@
 //go:build openblas && cgo
 
-package kernels
+package blas
 
 /*
 #cgo LDFLAGS: -lopenblas
@@ -16,12 +16,11 @@ import "unsafe"
 // against ours on the same cores).
 func init() { C.openblas_set_num_threads(1) }
 
-func matMulT(y []float32, ldy int, x []float32, M, K int, w []float32, o0, o1 int) {
+// MatMulT is kernels.MatMulT through cblas_sgemm (row-major, B transposed).
+func MatMulT(y []float32, ldy int, x []float32, M, K int, w []float32, o0, o1 int) {
 	C.cblas_sgemm(C.CblasRowMajor, C.CblasNoTrans, C.CblasTrans,
 		C.blasint(M), C.blasint(o1-o0), C.blasint(K), 1,
 		(*C.float)(unsafe.Pointer(&x[0])), C.blasint(K),
 		(*C.float)(unsafe.Pointer(&w[o0*K])), C.blasint(K), 0,
 		(*C.float)(unsafe.Pointer(&y[o0])), C.blasint(ldy))
 }
-
-func matMulVariant() string { return "openblas" }

@@ -1,0 +1,11 @@
+//go:build openblas && cgo
+
+package kernels
+
+import "github.com/troupe-rl/troupe/generation/builtin/kernels/blas"
+
+func matMulT(y []float32, ldy int, x []float32, M, K int, w []float32, o0, o1 int) {
+	blas.MatMulT(y, ldy, x, M, K, w, o0, o1)
+}
+
+func matMulVariant() string { return "openblas" + elemVariant() }
