@@ -31,6 +31,36 @@ type Experiment struct {
 	Rollout    rollout.Config    `yaml:"rollout"`
 	Learner    learner.Config    `yaml:"learner"`
 	Sandbox    sandbox.Config    `yaml:"sandbox"`
+	Eval       EvalConfig        `yaml:"eval"`
+}
+
+// EvalConfig is the "eval:" section: evaluation on fixed validation seeds
+// (envs.ValidationSeeds) in no_tree mode with the generation.eval sampling.
+type EvalConfig struct {
+	// Every is the number of iterations between evaluations (default 5);
+	// runs also evaluate before the first and after the last iteration.
+	Every int `yaml:"every"`
+	// Problems is the number of validation problems (default 32).
+	Problems int `yaml:"problems"`
+	// Samples is the number of samples per problem; pass@1 is averaged
+	// over them (default 4).
+	Samples int `yaml:"samples"`
+}
+
+// SetDefaults fills the documented defaults.
+func (c *EvalConfig) SetDefaults() { c.Every, c.Problems, c.Samples = 5, 32, 4 }
+
+// Validate checks the section.
+func (c *EvalConfig) Validate() error {
+	switch {
+	case c.Every < 1:
+		return config.Errorf("every", "must be ≥ 1, got %d", c.Every)
+	case c.Problems < 1:
+		return config.Errorf("problems", "must be ≥ 1, got %d", c.Problems)
+	case c.Samples < 1:
+		return config.Errorf("samples", "must be ≥ 1, got %d", c.Samples)
+	}
+	return nil
 }
 
 // SetDefaults fills the top-level defaults (sections fill their own).
