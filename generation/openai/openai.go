@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strings"
@@ -38,7 +39,15 @@ import (
 
 func init() {
 	generation.Register("openai", func(ctx context.Context, cfg generation.Config) (generation.Backend, error) {
-		return New(cfg)
+		b, err := New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		if err := b.Ping(ctx); err != nil {
+			b.Close()
+			return nil, err
+		}
+		return b, nil
 	})
 }
 
@@ -80,6 +89,63 @@ func New(cfg generation.Config) (*Backend, error) {
 	tr.MaxIdleConnsPerHost = conc
 	tr.MaxConnsPerHost = 0
 	return &Backend{cfg: cfg, pool: pool, client: &http.Client{Transport: tr}, sem: make(chan struct{}, conc)}, nil
+}
+
+// UnreachableError says that no endpoint answered: a configuration error
+// (wrong URL, server not started), reported before any work is done.
+type UnreachableError struct {
+	URLs []string
+	Err  error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("openai: no server answers at generation.base_urls %v: %v", e.URLs, e.Err)
+}
+func (e *UnreachableError) Unwrap() error  { return e.Err }
+func (e *UnreachableError) BadInput() bool { return true }
+
+// Ping checks that at least one endpoint answers GET /models (within 10 s
+// each); endpoints that do not are logged. It fails only when none answers.
+func (b *Backend) Ping(ctx context.Context) error {
+	var errs []error
+	var urls []string
+	ok := 0
+	for _, ep := range b.pool.Stats() {
+		urls = append(urls, ep.URL)
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := b.get(pctx, ep.URL+"/models")
+		cancel()
+		if err != nil {
+			slog.Warn("openai: endpoint does not answer", "url", ep.URL, "err", err)
+			errs = append(errs, err)
+			continue
+		}
+		ok++
+	}
+	if ok == 0 {
+		return &UnreachableError{URLs: urls, Err: errors.Join(errs...)}
+	}
+	return nil
+}
+
+func (b *Backend) get(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	if b.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+b.cfg.APIKey)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return nil
 }
 
 // Pool exposes the endpoint pool (for stats).
