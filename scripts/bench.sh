@@ -8,7 +8,7 @@ set -uo pipefail
 out=${BENCH_OUT:-bench.out}
 : >"$out"
 rc=0
-go test -run '^$' -bench "${BENCH:-.}" -benchtime "${BENCHTIME:-1s}" -timeout 90m ./... 2>&1 | tee -a "$out" || rc=1
+go test -p 1 -run '^$' -bench "${BENCH:-.}" -benchtime "${BENCHTIME:-1s}" -timeout 90m ./... 2>&1 | tee -a "$out" || rc=1
 for f in scripts/bench.d/*.sh; do
   [ -e "$f" ] || continue
   echo "== $f" | tee -a "$out"
