@@ -27,6 +27,10 @@ A missing or unreadable run folder exits with code 2.`,
 	})
 }
 
+// reportPlotScale is report.Options.PlotScale; tests lower it to keep the
+// rasterising fast under -race.
+var reportPlotScale float64
+
 func runReport(ctx context.Context, env *cliEnv, args []string) error {
 	c := commands["report"]
 	fs := newFlags(env, c)
@@ -38,7 +42,7 @@ func runReport(ctx context.Context, env *cliEnv, args []string) error {
 	if len(pos) == 0 {
 		return usagef("missing RUN")
 	}
-	res, err := report.Write(ctx, pos, report.Options{Out: *out})
+	res, err := report.Write(ctx, pos, report.Options{Out: *out, PlotScale: reportPlotScale})
 	if err != nil {
 		return err
 	}

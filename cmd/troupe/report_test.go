@@ -17,6 +17,8 @@ import (
 )
 
 func TestReportCLI(t *testing.T) {
+	defer func(s float64) { reportPlotScale = s }(reportPlotScale)
+	reportPlotScale = 0.3
 	parent := t.TempDir()
 	a := reporttest.WriteRun(t, parent, reporttest.Default("a"))
 	b := reporttest.WriteRun(t, parent, reporttest.Default("b"))

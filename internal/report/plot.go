@@ -66,15 +66,19 @@ var palette = []color.RGBA{
 	{140, 86, 75, 255},
 }
 
-// PlotSize is the pixel size of every PNG.
+// Pixel size and resolution of a PNG at scale 1.
 const (
 	plotW   = 900
 	plotH   = 420
 	plotDPI = 110
 )
 
-// Render draws f as a PNG image.
-func (f *Figure) Render() ([]byte, error) {
+// Render draws f as a PNG image, scale × the default size (scale ≤ 0
+// means 1).
+func (f *Figure) Render(scale float64) ([]byte, error) {
+	if scale <= 0 {
+		scale = 1
+	}
 	p := plot.New()
 	p.Title.Text = f.Title
 	p.Title.TextStyle.Font.Size = vg.Points(13)
@@ -175,9 +179,12 @@ func (f *Figure) Render() ([]byte, error) {
 	p.X.Min, p.X.Max = xmin, xmax
 	p.Y.Min, p.Y.Max = ymin, ymax
 
+	// The page size in points is fixed; scale changes the resolution only,
+	// so a scaled plot has the same layout.
 	w := vg.Length(plotW) * vg.Inch / vg.Length(plotDPI)
 	h := vg.Length(plotH) * vg.Inch / vg.Length(plotDPI)
-	c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(plotDPI), vgimg.UseBackgroundColor(color.White))
+	dpi := max(int(math.Round(plotDPI*scale)), 10)
+	c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(color.White))
 	dc := draw.New(c)
 	// The legend goes in a column right of the axes, so it never hides a line.
 	legW := vg.Length(0)

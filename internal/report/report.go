@@ -27,6 +27,9 @@ type Options struct {
 	PlotsDir string
 	// Now stamps the report (zero = time.Now); tests fix it.
 	Now time.Time
+	// PlotScale multiplies the PNGs' resolution (0 = 1: 900×420 pixels);
+	// the layout stays the same.
+	PlotScale float64
 }
 
 // Result lists what [Write] wrote.
@@ -96,7 +99,7 @@ func Write(ctx context.Context, runDirs []string, opts Options) (*Result, error)
 			kept = append(kept, f)
 		}
 	}
-	imgs, err := renderAll(ctx, kept)
+	imgs, err := renderAll(ctx, kept, opts.PlotScale)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +133,7 @@ func Write(ctx context.Context, runDirs []string, opts Options) (*Result, error)
 }
 
 // renderAll renders the figures in parallel.
-func renderAll(ctx context.Context, figs []*Figure) ([][]byte, error) {
+func renderAll(ctx context.Context, figs []*Figure, scale float64) ([][]byte, error) {
 	imgs := make([][]byte, len(figs))
 	errs := make([]error, len(figs))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
@@ -144,7 +147,7 @@ func renderAll(ctx context.Context, figs []*Figure) ([][]byte, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			imgs[i], errs[i] = f.Render()
+			imgs[i], errs[i] = f.Render(scale)
 		}()
 	}
 	wg.Wait()

@@ -23,6 +23,10 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 var fixed = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 
+// testScale renders small PNGs: rasterising dominates the tests' time
+// under -race.
+const testScale = 0.4
+
 // checkSelfContained fails when the page loads anything from outside.
 func checkSelfContained(t *testing.T, html string) {
 	t.Helper()
@@ -44,7 +48,7 @@ func checkPNG(t *testing.T, data []byte, name string) {
 		t.Fatalf("%s: %v", name, err)
 	}
 	b := img.Bounds()
-	if b.Dx() < 400 || b.Dy() < 200 {
+	if b.Dx() < 300 || b.Dy() < 150 {
 		t.Errorf("%s: %v too small", name, b)
 	}
 	n := 0
@@ -64,7 +68,7 @@ func checkPNG(t *testing.T, data []byte, name string) {
 
 func TestReportOneRun(t *testing.T) {
 	dir := reporttest.WriteRun(t, t.TempDir(), reporttest.Default("alpha"))
-	res, err := report.Write(context.Background(), []string{dir}, report.Options{Now: fixed})
+	res, err := report.Write(context.Background(), []string{dir}, report.Options{Now: fixed, PlotScale: testScale})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +117,7 @@ func TestReportOverlay(t *testing.T) {
 	sb.Skill, sb.Seed, sb.Iterations = 0.05, 2, 2
 	b := reporttest.WriteRun(t, parent, sb)
 	out := filepath.Join(t.TempDir(), "cmp", "ablation.html")
-	res, err := report.Write(context.Background(), []string{a, b}, report.Options{Out: out, Now: fixed})
+	res, err := report.Write(context.Background(), []string{a, b}, report.Options{Out: out, Now: fixed, PlotScale: testScale})
 	if err != nil {
 		t.Fatal(err)
 	}
