@@ -177,7 +177,7 @@ func runFigures(r *Run) []*Figure {
 		}
 		f.Series = append(f.Series, s)
 		for _, t := range sortedKeys(turns) {
-			ts := Series{Label: fmt.Sprintf("by turn %d", t), Dashed: true}
+			ts := Series{Label: fmt.Sprintf("solved by turn %d", t), Dashed: true}
 			for _, e := range ev {
 				if v, ok := e.SuccessByTurn[t]; ok {
 					ts.X = append(ts.X, float64(e.Step))
