@@ -4,15 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/troupe-rl/troupe/envs"
 	"github.com/troupe-rl/troupe/generation"
 	"github.com/troupe-rl/troupe/generation/rollout"
 	"github.com/troupe-rl/troupe/internal/progress"
+	"github.com/troupe-rl/troupe/internal/report"
 )
 
 func init() {
@@ -53,29 +56,44 @@ func runEval(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	res, err := evaluate(ctx, env, exp, policies, -1)
+	rec, sum, err := evaluate(ctx, env, exp, policies, -1)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return enc.Encode(rec)
 	}
-	fmt.Fprintln(env.stdout, res)
-	roles := make([]string, 0, len(res.ByRole))
-	for r := range res.ByRole {
+	printEval(env.stdout, rec, sum)
+	return nil
+}
+
+// printEval writes an evaluation for people.
+func printEval(w io.Writer, rec report.EvalRecord, sum *rollout.Summary) {
+	fmt.Fprintf(w, "pass@1 %.1f%% over %d problems, %d episodes (%d failed)  reward %.3f ± %.3f  format ok %.0f%%\n",
+		100*rec.SuccessRate, rec.Problems, rec.Samples, len(sum.Failed), rec.RewardMean, rec.RewardStd, 100*rec.FormatOKRate)
+	turns := make([]int, 0, len(rec.SuccessByTurn))
+	for t := range rec.SuccessByTurn {
+		turns = append(turns, t)
+	}
+	sort.Ints(turns)
+	for _, t := range turns {
+		fmt.Fprintf(w, "  solved by turn %d: %.1f%%\n", t, 100*rec.SuccessByTurn[t])
+	}
+	roles := make([]string, 0, len(rec.SuccessByRole))
+	for r := range rec.SuccessByRole {
 		roles = append(roles, r)
 	}
 	sort.Strings(roles)
 	for _, r := range roles {
-		fmt.Fprintf(env.stdout, "  solved by %-8s %.1f%%\n", r, 100*res.ByRole[r])
+		fmt.Fprintf(w, "  closed by %-6s %.1f%%\n", r, 100*rec.SuccessByRole[r])
 	}
-	return nil
 }
 
-// evaluate runs the experiment's evaluation with the given policies.
-func evaluate(ctx context.Context, env *cliEnv, exp *experiment, policies map[string]rollout.Policy, iteration int64) (*rollout.EvalResult, error) {
+// evaluate runs the experiment's evaluation with the given policies and
+// scores it.
+func evaluate(ctx context.Context, env *cliEnv, exp *experiment, policies map[string]rollout.Policy, iteration int64) (report.EvalRecord, *rollout.Summary, error) {
 	cfg := exp.cfg
 	seeds := envs.ValidationSeeds(cfg.Eval.Problems)
 	bar := progress.New(env.stderr, "eval", "episodes", len(seeds)*cfg.Eval.Samples)
@@ -85,9 +103,15 @@ func evaluate(ctx context.Context, env *cliEnv, exp *experiment, policies map[st
 		Sampling: cfg.Generation.Eval, Config: cfg.Rollout, RunID: cfg.Name, Seed: cfg.Seed, Log: env.log,
 		Progress: func(p rollout.Progress) { bar.Set(p.Episodes, fmt.Sprintf("calls %d", p.Calls)) },
 	}
-	res, err := d.Evaluate(ctx, max(iteration, 0), seeds, cfg.Eval.Samples, nil)
+	start := time.Now()
+	rows, sum, err := d.Evaluate(ctx, max(iteration, 0), seeds, cfg.Eval.Samples)
 	bar.Finish()
-	return res, err
+	if err != nil {
+		return report.EvalRecord{}, sum, err
+	}
+	rec := report.EvalFromSteps(rows)
+	rec.Iteration, rec.Time, rec.WallSeconds = iteration, time.Now(), time.Since(start).Seconds()
+	return rec, sum, nil
 }
 
 // loadAdapters loads the adapters under dir into the backend and returns

@@ -25,14 +25,14 @@ eval: {problems: 3, samples: 2}
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 	var res struct {
-		Problems, Samples, Episodes int
-		PassAt1                     float64   `json:"pass_at_1"`
-		ByTurn                      []float64 `json:"success_by_turn"`
+		Problems, Samples int
+		SuccessRate       float64         `json:"success_rate"`
+		ByTurn            map[int]float64 `json:"success_by_turn"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Problems != 3 || res.Samples != 2 || res.Episodes != 6 || res.PassAt1 < 0 || res.PassAt1 > 1 || len(res.ByTurn) != 2 {
+	if res.Problems != 3 || res.Samples != 6 || res.SuccessRate < 0 || res.SuccessRate > 1 {
 		t.Fatalf("%+v", res)
 	}
 
