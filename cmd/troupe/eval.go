@@ -109,6 +109,9 @@ func evaluate(ctx context.Context, env *cliEnv, exp *experiment, policies map[st
 	if err != nil {
 		return report.EvalRecord{}, sum, err
 	}
+	if sum.Episodes > 0 && len(sum.Failed) == sum.Episodes {
+		return report.EvalRecord{}, sum, fmt.Errorf("eval: all %d episodes failed; first: %s: %s", sum.Episodes, sum.Failed[0].EpisodeID, sum.Failed[0].Err)
+	}
 	rec := report.EvalFromSteps(rows)
 	rec.Iteration, rec.Time, rec.WallSeconds = iteration, time.Now(), time.Since(start).Seconds()
 	return rec, sum, nil

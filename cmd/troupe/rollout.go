@@ -68,7 +68,7 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 	if dir == "" {
 		dir = filepath.Join(exp.runDir(), "trajectories")
 	}
-	sum, info, err := rolloutIteration(ctx, env, exp, dir, *iteration)
+	sum, info, err := rolloutIteration(ctx, env, exp, dir, *iteration, nil)
 	if err != nil {
 		return err
 	}
@@ -82,9 +82,10 @@ func runRollout(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-// rolloutIteration plays one iteration's training problems into one shard
-// of dir and lists it in the manifest.
-func rolloutIteration(ctx context.Context, env *cliEnv, exp *experiment, dir string, iteration int64) (*rollout.Summary, trajectory.ShardInfo, error) {
+// rolloutIteration plays one iteration's training problems (roles served
+// by policies; nil = the base model) into one shard of dir and lists it in
+// the manifest.
+func rolloutIteration(ctx context.Context, env *cliEnv, exp *experiment, dir string, iteration int64, policies map[string]rollout.Policy) (*rollout.Summary, trajectory.ShardInfo, error) {
 	cfg := exp.cfg
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, trajectory.ShardInfo{}, err
@@ -113,7 +114,7 @@ func rolloutIteration(ctx context.Context, env *cliEnv, exp *experiment, dir str
 	bar := progress.New(env.stderr, fmt.Sprintf("rollout it %d", iteration), "episodes", total)
 	d := &rollout.Driver{
 		Backend: exp.backend, BackendName: cfg.Generation.Backend, Model: cfg.Generation.Model,
-		Env: cfg.Env, Deps: exp.deps(), Render: exp.render,
+		Env: cfg.Env, Deps: exp.deps(), Render: exp.render, Policies: policies,
 		Sampling: cfg.Generation.Train, Config: cfg.Rollout, RunID: cfg.Name, Seed: cfg.Seed, Log: env.log,
 		Progress: func(p rollout.Progress) {
 			bar.Set(p.Episodes, fmt.Sprintf("calls %d (%.1f/s)", p.Calls, float64(p.Calls)/max(p.Elapsed.Seconds(), 1e-9)))

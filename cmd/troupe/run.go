@@ -1,20 +1,40 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/troupe-rl/troupe/configs"
+	"github.com/troupe-rl/troupe/envs"
+	"github.com/troupe-rl/troupe/generation"
+	"github.com/troupe-rl/troupe/generation/rollout"
+	"github.com/troupe-rl/troupe/internal/atomicfile"
 	"github.com/troupe-rl/troupe/internal/config"
+	"github.com/troupe-rl/troupe/internal/progress"
+	"github.com/troupe-rl/troupe/internal/report"
+	"github.com/troupe-rl/troupe/learner"
+	"github.com/troupe-rl/troupe/learner/trajectory"
 )
 
 func init() {
 	register(&command{
 		name:    "run",
 		args:    "CONFIG [key=value ...] [--print-config]",
-		summary: "run an experiment (re-running resumes it)",
+		summary: "run an experiment: rollouts, learning, hot-swap, evaluation, report (re-run = resume)",
 		detail: `CONFIG is a YAML experiment config (see configs/). Overrides use dotted keys:
   troupe run configs/planpath-tiny.yaml learner.lr=1e-5 env.size=6
+Each iteration rolls out rollout.problems training problems into a shard, trains the
+adapters on it, exports them (runs/<name>/adapters/<policy>/v<step>/) and hot-swaps them into
+the backend; every eval.every iterations (and before the first and after the last) it
+evaluates on the fixed validation seeds. Everything lives in runs/<name>/: config.yaml,
+trajectories/ (shards + manifest), adapters/, checkpoints/, metrics.jsonl, report.html.
+Running the same command again resumes where it stopped; Ctrl-C stops at a safe point.
 --print-config prints the fully resolved config (defaults, file, overrides) and exits.`,
 		run: runRun,
 	})
@@ -31,11 +51,11 @@ func runRun(ctx context.Context, env *cliEnv, args []string) error {
 	if len(pos) < 1 {
 		return usagef("missing CONFIG")
 	}
-	exp, err := configs.Load(pos[0], pos[1:]...)
-	if err != nil {
-		return err
-	}
 	if *printConfig {
+		exp, err := configs.Load(pos[0], pos[1:]...)
+		if err != nil {
+			return err
+		}
 		out, err := config.Marshal(exp)
 		if err != nil {
 			return err
@@ -43,5 +63,278 @@ func runRun(ctx context.Context, env *cliEnv, args []string) error {
 		_, err = env.stdout.Write(out)
 		return err
 	}
-	return fmt.Errorf("the experiment driver is not built yet; --print-config works")
+	exp, err := openExperiment(ctx, env, pos[0], pos[1:])
+	if err != nil {
+		return err
+	}
+	defer exp.close()
+	return runExperiment(ctx, env, exp)
+}
+
+// runExperiment is the iteration loop. Its state lives in files only, so
+// that a killed run resumes: a shard exists for every iteration rolled out
+// (trajectories/manifest.json), the learner checkpoint lists the shards it
+// trained on, and metrics.jsonl holds the evaluations done.
+func runExperiment(ctx context.Context, env *cliEnv, exp *experiment) error {
+	cfg := exp.cfg
+	runDir := exp.runDir()
+	trajDir := filepath.Join(runDir, "trajectories")
+	ckptDir := filepath.Join(runDir, "checkpoints")
+	adapterDir := filepath.Join(runDir, "adapters")
+	for _, d := range []string{trajDir, ckptDir, adapterDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := saveResolvedConfig(env, runDir, exp); err != nil {
+		return err
+	}
+	man, err := trajectory.OpenManifest(ctx, trajDir)
+	if err != nil {
+		return err
+	}
+	roleEnv, err := envs.New(cfg.Env.Name, cfg.Env, exp.deps())
+	if err != nil {
+		return err
+	}
+	roles := roleEnv.Roles()
+	modelDir, err := learnerModelDir(cfg)
+	if err != nil {
+		return err
+	}
+	resume, err := learner.LatestCheckpoint(ckptDir)
+	if err != nil {
+		return err
+	}
+	lcfg := cfg.Learner
+	lrn, err := learner.New(ctx, lcfg, modelDir, roles, learner.Options{Logger: env.log, Resume: resume})
+	if err != nil {
+		return err
+	}
+	defer lrn.Close()
+	// Replay what the checkpoint says was trained into the manifest (a kill
+	// between checkpoint and MarkConsumed).
+	if consumed := lrn.Consumed(); len(consumed) > 0 {
+		if err := man.MarkConsumed(ctx, consumed...); err != nil {
+			return err
+		}
+	}
+	if err := pruneMetrics(filepath.Join(runDir, "metrics.jsonl"), lrn.StepCount()); err != nil {
+		return err
+	}
+	done, err := report.ReadMetrics(filepath.Join(runDir, "metrics.jsonl"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	evaluated := map[int64]bool{}
+	if done != nil {
+		for _, e := range done.Eval {
+			evaluated[e.Iteration] = true
+		}
+	}
+	metrics, err := learner.OpenMetrics(filepath.Join(runDir, "metrics.jsonl"))
+	if err != nil {
+		return err
+	}
+	defer metrics.Close()
+
+	policies := map[string]rollout.Policy{}
+	// hotSwap loads the learner's current adapters into the backend.
+	hotSwap := func() error {
+		if lrn.StepCount() == 0 {
+			return nil
+		}
+		al, ok := exp.backend.(generation.AdapterLoader)
+		if !ok {
+			return &badConfig{key: "generation.backend", err: fmt.Errorf("backend %q cannot hot-swap LoRA adapters", cfg.Generation.Backend)}
+		}
+		dirs, err := exportAdapters(lrn, adapterDir)
+		if err != nil {
+			return err
+		}
+		for _, role := range roles {
+			pol := lcfg.PolicyFor(role)
+			name := cfg.Name + "-" + pol
+			if _, loaded := policies[role]; !loaded || policies[role].Version != int64(lrn.StepCount()) {
+				if err := al.LoadAdapter(ctx, name, dirs[pol]); err != nil {
+					return fmt.Errorf("hot-swap %s: %w", name, err)
+				}
+			}
+			policies[role] = rollout.Policy{Name: name, Version: int64(lrn.StepCount())}
+		}
+		return nil
+	}
+	if err := hotSwap(); err != nil { // a resumed run serves its latest adapters
+		return err
+	}
+	evalAt := func(iteration int64) error {
+		if evaluated[iteration] {
+			return nil
+		}
+		rec, _, err := evaluate(ctx, env, exp, policies, iteration)
+		if err != nil {
+			return err
+		}
+		rec.Step = lrn.StepCount()
+		fmt.Fprintf(env.stderr, "eval after iteration %d (step %d): pass@1 %.1f%%\n", iteration, rec.Step, 100*rec.SuccessRate)
+		if err := report.AppendEval(runDir, rec); err != nil {
+			return err
+		}
+		evaluated[iteration] = true
+		return nil
+	}
+	if err := evalAt(-1); err != nil {
+		return err
+	}
+
+	bar := progress.New(env.stderr, "run "+cfg.Name, "iterations", cfg.Iterations)
+	consumed := map[string]bool{}
+	for _, n := range lrn.Consumed() {
+		consumed[n] = true
+	}
+	for it := int64(0); it < int64(cfg.Iterations); it++ {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("run: stopped before iteration %d: %w", it, err)
+		}
+		phases := map[string]float64{}
+		name := trajectory.ShardName(it, "rollout")
+		t0 := time.Now()
+		if _, err := os.Stat(filepath.Join(trajDir, name)); errors.Is(err, os.ErrNotExist) {
+			sum, _, err := rolloutIteration(ctx, env, exp, trajDir, it, policies)
+			if err != nil {
+				return err
+			}
+			env.log.Info("rollout", "iteration", it, "success", sum.SuccessRate(), "rows", sum.Rows, "failed", len(sum.Failed))
+			phases["rollout"] = time.Since(t0).Seconds()
+		}
+		if !consumed[name] {
+			t1 := time.Now()
+			m, err := trainShard(ctx, lrn, filepath.Join(trajDir, name))
+			if err != nil {
+				return err
+			}
+			if err := metrics.Write(m); err != nil {
+				return err
+			}
+			phases["learn"] = time.Since(t1).Seconds()
+			t2 := time.Now()
+			if err := hotSwap(); err != nil {
+				return err
+			}
+			if _, err := lrn.Checkpoint(ckptDir); err != nil {
+				return err
+			}
+			if err := man.MarkConsumed(ctx, name); err != nil {
+				return err
+			}
+			consumed[name] = true
+			phases["export"] = time.Since(t2).Seconds()
+		}
+		if ((it+1)%int64(cfg.Eval.Every) == 0 || it == int64(cfg.Iterations)-1) && !evaluated[it] {
+			t3 := time.Now()
+			if err := evalAt(it); err != nil {
+				return err
+			}
+			phases["eval"] = time.Since(t3).Seconds()
+		}
+		if len(phases) > 0 {
+			if err := report.AppendPhases(runDir, report.PhaseRecord{Iteration: it, Step: lrn.StepCount(), Time: time.Now(), Seconds: phases}); err != nil {
+				return err
+			}
+		}
+		bar.Set(int(it+1), fmt.Sprintf("step %d", lrn.StepCount()))
+	}
+	bar.Finish()
+	res, err := report.Write(ctx, []string{runDir}, report.Options{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "run %s done: %d iterations, %d learner steps; report: %s\n", cfg.Name, cfg.Iterations, lrn.StepCount(), res.HTML)
+	return nil
+}
+
+// trainShard runs one learner step on every row of a shard.
+func trainShard(ctx context.Context, lrn *learner.Learner, path string) (*learner.Metrics, error) {
+	rows, err := trajectory.ReadFile(ctx, path, &trajectory.ReadOptions{Columns: trajectory.LearnerColumns})
+	if err != nil {
+		return nil, err
+	}
+	batch := &learner.Batch{Shards: []string{filepath.Base(path)}, Rows: make([]learner.Row, len(rows))}
+	for i, r := range rows {
+		batch.Rows[i] = learner.Row{ProblemID: r.ProblemID, Turn: int(r.Turn), Role: r.Role,
+			PromptIDs: r.PromptIDs, CompletionIDs: r.CompletionIDs, Logprobs: r.Logprobs,
+			RewardLocal: r.RewardLocal, RewardTeam: r.RewardTeam, Temperature: r.Temperature}
+	}
+	return lrn.Step(ctx, batch)
+}
+
+// exportAdapters writes the learner's adapters as version = its step
+// count (replacing a half-done export of the same version from a killed
+// run, whose training the resumed learner has just repeated exactly).
+func exportAdapters(lrn *learner.Learner, root string) (map[string]string, error) {
+	v := lrn.StepCount()
+	for _, p := range lrn.Policies() {
+		dir := filepath.Join(root, p, fmt.Sprintf("v%06d", v))
+		if _, err := os.Stat(dir); err == nil {
+			if err := os.RemoveAll(dir); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return lrn.Export(root, v)
+}
+
+// learnerModelDir is the base model folder the learner trains on.
+func learnerModelDir(cfg *configs.Experiment) (string, error) {
+	if cfg.Generation.Tokenizer == "" {
+		return "", &badConfig{key: "generation.tokenizer", err: errors.New("the learner needs the base model folder (config.json, model.safetensors): set generation.tokenizer to it")}
+	}
+	return cfg.Generation.Tokenizer, nil
+}
+
+// saveResolvedConfig writes runs/<name>/config.yaml (what report and resume
+// read), warning when a resumed run's config changed.
+func saveResolvedConfig(env *cliEnv, runDir string, exp *experiment) error {
+	out, err := config.Marshal(exp.cfg)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(runDir, "config.yaml")
+	if old, err := os.ReadFile(path); err == nil && string(old) != string(out) {
+		env.log.Warn("run: the config differs from the one this run started with; continuing with the new one", "file", path)
+	}
+	return atomicfile.WriteFile(path, out, 0o644)
+}
+
+// pruneMetrics drops from metrics.jsonl the records of learner steps after
+// step (written by a run killed before its checkpoint; the resumed learner
+// repeats those steps) and a torn last line, so that every step is logged
+// once.
+func pruneMetrics(path string, step int) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var keep []byte
+	changed := false
+	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var rec struct {
+			Step *int `json:"step"`
+		}
+		if !bytes.HasSuffix(line, []byte("\n")) || json.Unmarshal(line, &rec) != nil || (rec.Step != nil && *rec.Step > step) {
+			changed = true
+			continue
+		}
+		keep = append(keep, line...)
+	}
+	if !changed {
+		return nil
+	}
+	return atomicfile.WriteFile(path, keep, 0o644)
 }

@@ -30,6 +30,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -91,21 +92,24 @@ func New(cfg generation.Config) (*Backend, error) {
 	return &Backend{cfg: cfg, pool: pool, client: &http.Client{Transport: tr}, sem: make(chan struct{}, conc)}, nil
 }
 
-// UnreachableError says that no endpoint answered: a configuration error
-// (wrong URL, server not started), reported before any work is done.
+// UnreachableError says that no endpoint answered, or that one does not
+// serve generation.model: a configuration error (wrong URL or name, server
+// not started), reported before any work is done.
 type UnreachableError struct {
 	URLs []string
 	Err  error
 }
 
 func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("openai: no server answers at generation.base_urls %v: %v", e.URLs, e.Err)
+	return fmt.Sprintf("openai: generation.base_urls %v: %v", e.URLs, e.Err)
 }
 func (e *UnreachableError) Unwrap() error  { return e.Err }
 func (e *UnreachableError) BadInput() bool { return true }
 
 // Ping checks that at least one endpoint answers GET /models (within 10 s
-// each); endpoints that do not are logged. It fails only when none answers.
+// each) and that those that answer serve generation.model; endpoints that
+// do not answer are logged. It fails when none answers or the model is
+// not served.
 func (b *Backend) Ping(ctx context.Context) error {
 	var errs []error
 	var urls []string
@@ -113,39 +117,66 @@ func (b *Backend) Ping(ctx context.Context) error {
 	for _, ep := range b.pool.Stats() {
 		urls = append(urls, ep.URL)
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := b.get(pctx, ep.URL+"/models")
+		models, err := b.models(pctx, ep.URL)
 		cancel()
 		if err != nil {
 			slog.Warn("openai: endpoint does not answer", "url", ep.URL, "err", err)
 			errs = append(errs, err)
 			continue
 		}
+		if b.cfg.Model != "" && len(models) > 0 && !slices.Contains(models, b.cfg.Model) {
+			return &UnreachableError{URLs: []string{ep.URL}, Err: fmt.Errorf("generation.model %q is not served there (served: %s)", b.cfg.Model, strings.Join(models, ", "))}
+		}
 		ok++
 	}
 	if ok == 0 {
-		return &UnreachableError{URLs: urls, Err: errors.Join(errs...)}
+		return &UnreachableError{URLs: urls, Err: fmt.Errorf("no server answers: %w", errors.Join(errs...))}
 	}
 	return nil
 }
 
-func (b *Backend) get(ctx context.Context, url string) error {
+// models lists the model ids an endpoint serves (GET /models).
+func (b *Backend) models(ctx context.Context, base string) ([]string, error) {
+	data, err := b.get(ctx, base+"/models")
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(data, &list); err != nil {
+		return nil, &generation.MalformedError{Endpoint: base + "/models", Err: err}
+	}
+	ids := make([]string, len(list.Data))
+	for i, m := range list.Data {
+		ids[i] = m.ID
+	}
+	return ids, nil
+}
+
+func (b *Backend) get(ctx context.Context, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if b.cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+b.cfg.APIKey)
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
+	}
+	return data, nil
 }
 
 // Pool exposes the endpoint pool (for stats).

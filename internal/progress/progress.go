@@ -26,13 +26,14 @@ type Bar struct {
 	last     time.Time
 	every    time.Duration
 	finished bool
+	drawn    int // done at the last draw (-1: never drawn)
 	now      func() time.Time
 }
 
 // New starts a bar writing to w (usually os.Stderr). total may be 0 when
 // unknown (no ETA then).
 func New(w io.Writer, label, unit string, total int) *Bar {
-	b := &Bar{w: w, label: label, unit: unit, total: total, every: 5 * time.Second, now: time.Now}
+	b := &Bar{w: w, label: label, unit: unit, total: total, every: 5 * time.Second, now: time.Now, drawn: -1}
 	if f, ok := w.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			b.tty = true
@@ -64,7 +65,9 @@ func (b *Bar) Finish() {
 		return
 	}
 	b.finished = true
-	b.draw(b.now())
+	if b.drawn != b.done || b.tty {
+		b.draw(b.now())
+	}
 	if b.tty {
 		fmt.Fprintln(b.w)
 	}
@@ -105,6 +108,7 @@ func (b *Bar) line(now time.Time) string {
 }
 
 func (b *Bar) draw(now time.Time) {
+	b.drawn = b.done
 	l := b.line(now)
 	if b.tty {
 		fmt.Fprintf(b.w, "\r\033[K%s", l)
