@@ -14,13 +14,16 @@ FUZZTIME   ?= 10s
 # fallbacks. Set SIMD= to build without it.
 SIMD       ?= simd
 
-.PHONY: help build test test-unit lint test-integration bench fuzz deps clean
+.PHONY: help build demo test test-unit lint test-integration bench fuzz deps clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 build: ## build bin/troupe
 	GOEXPERIMENT=$(SIMD) $(GO) build -o $(BIN) ./cmd/troupe
+
+demo: deps build ## the embedded CPU demo: tiny model, troupe serve, AT-GRPO on Plan-Path, report
+	@scripts/demo.sh
 
 deps: ## install the toolchain pieces the tests need (gcc for -race)
 	@scripts/deps.sh
