@@ -8,8 +8,16 @@
 // The entry point is [Learner]: New loads the base model and creates (or
 // resumes) the adapters, Step trains on one batch of already-loaded rows
 // and returns [Metrics], Export writes the adapters for the inference
-// server, Checkpoint saves the state. Reading Parquet shards into [Row]s is
-// the trajectory package's job; the mapping is one field per field.
+// server, Checkpoint saves the state. Reading Parquet shards is the
+// trajectory package's job (project trajectory.LearnerColumns); [FromStep]
+// maps a row one field per field and [Trainable] says which rows to keep.
+//
+// The reward mix α is not a key of the learner section: env.alpha owns it
+// and configs.Experiment.LearnerConfig copies it into Config.Alpha.
+// `troupe learn` (cmd/troupe/learn.go) drives the loop over a run's shard
+// manifest: step, metrics line, checkpoint (recording the consumed shard
+// names), export, then trajectory.Manifest.MarkConsumed; on resume it
+// re-applies MarkConsumed for the names the checkpoint holds.
 package learner
 
 import (

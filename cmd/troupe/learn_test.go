@@ -172,9 +172,9 @@ learner: {lr: 1e-3, warmup_steps: 0, lora_rank: 4, micro_batch_tokens: 4096}
 	checkExactlyOnce(t, runDir, trajDir, append(names, pend[0].Name))
 }
 
-// writeShards writes n synthetic shards (random tokens inside the vocabulary)
-// into dir and lists them in its manifest.
-func writeShards(t *testing.T, dir string, n, vocab int) []string {
+// writeShards writes synthetic shards of iterations from..from+n-1 (random
+// tokens inside the vocabulary) into dir and lists them in its manifest.
+func writeShards(t *testing.T, dir string, from, n, vocab int) []string {
 	t.Helper()
 	ctx := context.Background()
 	man, err := trajectory.OpenManifest(ctx, dir)
@@ -182,7 +182,7 @@ func writeShards(t *testing.T, dir string, n, vocab int) []string {
 		t.Fatal(err)
 	}
 	var names []string
-	for it := range n {
+	for it := from; it < from+n; it++ {
 		rng := rand.New(rand.NewPCG(uint64(it), 7))
 		w, err := trajectory.Create(dir, int64(it), &trajectory.WriterOptions{Tag: "synth"})
 		if err != nil {
@@ -231,7 +231,7 @@ func TestLearnKilledResumes(t *testing.T) {
 	}
 	trajDir := filepath.Join(dir, "traj")
 	const nShards = 5
-	names := writeShards(t, trajDir, nShards, 300)
+	names := writeShards(t, trajDir, 0, nShards, 300)
 	cfg := writeConfig(t, dir, fmt.Sprintf(`name: kill
 runs_dir: %s
 env: {name: planpath, mode: single}
@@ -336,4 +336,60 @@ func TestLearnBadInput(t *testing.T) {
 	if _, stderr, code := runCLI("learn", "x.yaml"); code != 2 || !strings.Contains(stderr, "--trajectories") {
 		t.Errorf("missing --trajectories: exit %d %q", code, stderr)
 	}
+}
+
+// TestLearnFollow: --follow trains on shards as they appear and stops at a
+// safe point on SIGINT (exit 0, every trained shard checkpointed and
+// marked consumed).
+func TestLearnFollow(t *testing.T) {
+	dir := t.TempDir()
+	modelDir := filepath.Join(dir, "model")
+	opts := smallModel
+	opts.Force = true
+	if _, err := modelgen.Write(modelDir, opts); err != nil {
+		t.Fatal(err)
+	}
+	trajDir := filepath.Join(dir, "traj")
+	names := writeShards(t, trajDir, 0, 1, 300)
+	cfg := writeConfig(t, dir, fmt.Sprintf(`name: follow
+runs_dir: %s
+env: {name: planpath, mode: single}
+learner: {model: %s, lora_rank: 4}
+`, dir, modelDir))
+	out := filepath.Join(dir, "follow")
+	metrics := filepath.Join(out, "metrics.jsonl")
+	cmd := troupeCmd(t, "learn", cfg, "--trajectories", trajDir, "--follow", "--poll", "20ms")
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitSteps := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if steps, _ := learnedLines(t, metrics); len(steps) >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("--follow never reached step %d", n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitSteps(1)
+	names = append(names, writeShards(t, trajDir, 1, 2, 300)...)
+	waitSteps(3)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("learn --follow after SIGINT: %v\n%s", err, stdout.String())
+	}
+	if !strings.Contains(stdout.String(), "trained 3 steps on 3 shards") {
+		t.Fatalf("stdout: %s", stdout.String())
+	}
+	checkExactlyOnce(t, out, trajDir, names)
 }
