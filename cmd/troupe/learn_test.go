@@ -393,3 +393,29 @@ learner: {model: %s, lora_rank: 4}
 	}
 	checkExactlyOnce(t, out, trajDir, names)
 }
+
+// TestLearnMaxSteps: --max-steps counts the learner's steps in all, so the
+// same command run again does nothing.
+func TestLearnMaxSteps(t *testing.T) {
+	dir := t.TempDir()
+	modelDir := filepath.Join(dir, "model")
+	opts := smallModel
+	opts.Force = true
+	if _, err := modelgen.Write(modelDir, opts); err != nil {
+		t.Fatal(err)
+	}
+	trajDir := filepath.Join(dir, "traj")
+	names := writeShards(t, trajDir, 0, 3, 300)
+	cfg := writeConfig(t, dir, fmt.Sprintf("name: max\nruns_dir: %s\nenv: {name: planpath, mode: single}\nlearner: {model: %s, lora_rank: 4}\n", dir, modelDir))
+	for i, want := range []string{"trained 2 steps", "nothing to do", "trained 1 steps"} {
+		max := "2"
+		if i == 2 {
+			max = "3"
+		}
+		out, errs, code := runCLI("learn", cfg, "--trajectories", trajDir, "--max-steps", max)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("run %d (--max-steps %s): exit %d, want %q\n%s\n%s", i, max, code, want, out, errs)
+		}
+	}
+	checkExactlyOnce(t, filepath.Join(dir, "max"), trajDir, names)
+}
