@@ -240,33 +240,44 @@ learner: {model: %s, lr: 1e-3, warmup_steps: 0, lora_rank: 4, keep_checkpoints: 
 	out := filepath.Join(dir, "kill")
 	metrics := filepath.Join(out, "metrics.jsonl")
 
-	cmd := troupeCmd(t, "learn", cfg, "--trajectories", trajDir)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if steps, _ := learnedLines(t, metrics); len(steps) >= 2 {
-			break
+	// Kill twice: once just after a step's metrics line, once a random
+	// few milliseconds after the next one (inside the checkpoint, export
+	// or manifest update, or the step after).
+	jitter := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	prev := 0
+	for round := range 2 {
+		cmd := troupeCmd(t, "learn", cfg, "--trajectories", trajDir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatal("learn never finished two steps")
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if steps, _ := learnedLines(t, metrics); len(steps) >= prev+1+(1-round) {
+				break
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("round %d: learn never got past step %d", round, prev)
+			}
+			time.Sleep(2 * time.Millisecond)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
-	killedAt, _ := learnedLines(t, metrics)
-	t.Logf("killed after %d metrics lines", len(killedAt))
-	if len(killedAt) >= nShards {
-		t.Fatalf("the learn finished before the kill (%d steps): the test checked nothing", len(killedAt))
+		if round == 1 {
+			time.Sleep(time.Duration(jitter.IntN(30)) * time.Millisecond)
+		}
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		steps, _ := learnedLines(t, metrics)
+		t.Logf("round %d: killed with %d metrics lines", round, len(steps))
+		if round == 0 && len(steps) >= nShards {
+			t.Fatalf("the learn finished before the kill (%d steps): the test checked nothing", len(steps))
+		}
+		prev = len(steps)
 	}
 
-	cmd = troupeCmd(t, "learn", cfg, "--trajectories", trajDir)
+	cmd := troupeCmd(t, "learn", cfg, "--trajectories", trajDir)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("resumed learn: %v\n%s", err, b)
 	}
