@@ -87,6 +87,19 @@ func (e *Experiment) Validate() error {
 	return nil
 }
 
+// LearnerConfig returns the learner section completed with what other
+// sections own: the reward mix α comes from env.alpha (its single owner;
+// the rollout mixes rewards with it too) and an empty learner.model falls
+// back to generation.tokenizer.
+func (e *Experiment) LearnerConfig() learner.Config {
+	c := e.Learner
+	c.Alpha = e.Env.Alpha
+	if c.Model == "" {
+		c.Model = e.Generation.Tokenizer
+	}
+	return c
+}
+
 // Load reads an experiment config, applies "key=value" overrides and
 // validates it. Errors are *config.Error (exit code 2 at the CLI).
 func Load(path string, overrides ...string) (*Experiment, error) {

@@ -8,8 +8,16 @@
 // The entry point is [Learner]: New loads the base model and creates (or
 // resumes) the adapters, Step trains on one batch of already-loaded rows
 // and returns [Metrics], Export writes the adapters for the inference
-// server, Checkpoint saves the state. Reading Parquet shards into [Row]s is
-// the trajectory package's job; the mapping is one field per field.
+// server, Checkpoint saves the state. Reading Parquet shards is the
+// trajectory package's job (project trajectory.LearnerColumns); [FromStep]
+// maps a row one field per field and [Trainable] says which rows to keep.
+//
+// The reward mix α is not a key of the learner section: env.alpha owns it
+// and configs.Experiment.LearnerConfig copies it into Config.Alpha.
+// `troupe learn` (cmd/troupe/learn.go) drives the loop over a run's shard
+// manifest: step, metrics line, checkpoint (recording the consumed shard
+// names), export, then trajectory.Manifest.MarkConsumed; on resume it
+// re-applies MarkConsumed for the names the checkpoint holds.
 package learner
 
 import (
@@ -73,13 +81,20 @@ type Config struct {
 	// StepTimeout is the watchdog on one micro-batch's forward+backward: a
 	// pass that exceeds it fails the step with a goroutine dump. Default 30m.
 	StepTimeout time.Duration `yaml:"step_timeout"`
+	// Model is the base model folder (Hugging Face layout: config.json,
+	// model.safetensors) whose adapters the learner trains. Empty (the
+	// default): generation.tokenizer, which for the embedded server and vLLM
+	// is the served model's folder. `troupe learn` resolves it.
+	Model string `yaml:"model,omitempty"`
 	// Seed for adapter initialisation. Default 1.
 	Seed uint64 `yaml:"seed"`
 	// Grouping is tree (AT-GRPO: problem, turn, role) or no_tree (GRPO
 	// baseline: problem). Default tree.
 	Grouping string `yaml:"grouping"`
-	// Alpha weights the team reward: reward = α·team + (1−α)·local. Default 0.7.
-	Alpha float64 `yaml:"alpha"`
+	// Alpha weights the team reward: reward = α·team + (1−α)·local. It is
+	// not a key of this section: env.alpha owns it, and the experiment
+	// copies it here (configs.Experiment.LearnerConfig). Default 0.7.
+	Alpha float64 `yaml:"-"`
 	// NoStdNorm skips dividing advantages by the group std.
 	NoStdNorm bool `yaml:"no_std_norm"`
 	// DropZeroVariance drops groups whose rewards are all equal.
@@ -153,8 +168,6 @@ func (c *Config) Validate() error {
 		return config.Errorf("step_timeout", "must be > 0, got %v", c.StepTimeout)
 	case c.Grouping != string(atgrpo.Tree) && c.Grouping != string(atgrpo.NoTree):
 		return config.Errorf("grouping", "must be tree or no_tree, got %q", c.Grouping)
-	case !(c.Alpha >= 0 && c.Alpha <= 1):
-		return config.Errorf("alpha", "must be in [0, 1], got %v", c.Alpha)
 	case !(c.DropLowestMean >= 0 && c.DropLowestMean < 1):
 		return config.Errorf("drop_lowest_mean", "must be in [0, 1), got %v", c.DropLowestMean)
 	case c.KeepCheckpoints < 1:

@@ -42,7 +42,6 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.TotalSteps = 5 }, "total_steps"},
 		{func(c *Config) { c.LoRATargets = []string{"qproj"} }, "lora_targets"},
 		{func(c *Config) { c.MicroBatchTokens = 1 }, "micro_batch_tokens"},
-		{func(c *Config) { c.Alpha = 2 }, "alpha"},
 		{func(c *Config) { c.Grouping = "x" }, "grouping"},
 		{func(c *Config) { c.CPUParallelism = 0 }, "cpu_parallelism"},
 	}
@@ -59,6 +58,24 @@ func TestConfigValidate(t *testing.T) {
 		if fe, ok := err.(*config.FieldError); !ok || fe.Field != tc.key {
 			t.Errorf("want error on %s, got %v", tc.key, err)
 		}
+	}
+	// New names keys by their full path, as the experiment loader does.
+	bad := defaultConfig()
+	bad.LR = 2
+	if _, err := New(context.Background(), bad, t.TempDir(), []string{"a"}, Options{}); err == nil || !contains(err.Error(), "learner.lr") {
+		t.Errorf("New with lr=2: %v, want an error naming learner.lr", err)
+	}
+	bad = defaultConfig()
+	bad.Loss.Kind = "dpo"
+	if _, err := New(context.Background(), bad, t.TempDir(), []string{"a"}, Options{}); err == nil || !contains(err.Error(), "learner.loss.kind") {
+		t.Errorf("New with loss.kind=dpo: %v, want an error naming learner.loss.kind", err)
+	}
+	// alpha belongs to env: learner.alpha is no key.
+	var exp struct {
+		Learner Config `yaml:"learner"`
+	}
+	if err := config.Decode("x.yaml", []byte("learner:\n  alpha: 0.5\n"), &exp); err == nil {
+		t.Error("learner.alpha accepted; env.alpha is its only owner")
 	}
 	// The loader fills nested defaults and names nested keys.
 	var root struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
 
+	"github.com/troupe-rl/troupe/internal/config"
 	"github.com/troupe-rl/troupe/learner/atgrpo"
 	"github.com/troupe-rl/troupe/learner/loss"
 	"github.com/troupe-rl/troupe/learner/model"
@@ -80,11 +81,13 @@ type Options struct {
 // New loads the base model from modelDir and creates one fresh adapter
 // per policy for roles (or restores them from opts.Resume).
 func New(ctx context.Context, cfg Config, modelDir string, roles []string, opts Options) (*Learner, error) {
-	if err := cfg.Validate(); err != nil {
+	// Validate the section as the experiment loader does, so that errors
+	// name keys by their full path (learner.lr, learner.loss.kind).
+	if err := config.ValidateSection("learner", &cfg); err != nil {
 		return nil, fmt.Errorf("learner: %w", err)
 	}
-	if err := cfg.Loss.Validate(); err != nil {
-		return nil, fmt.Errorf("learner: loss: %w", err)
+	if err := (atgrpo.Options{Alpha: cfg.Alpha}).Validate(); err != nil {
+		return nil, fmt.Errorf("learner: env.alpha: %w", err)
 	}
 	if len(roles) == 0 {
 		return nil, fmt.Errorf("learner: no roles")

@@ -30,12 +30,12 @@ set env config keys, e.g. planpath.wall_prob=0.3 sokoban.boxes=2 sudoku.empty=8.
 	})
 }
 
-// noRunner lets multi-agent environments be built for sampling, which
-// never runs a program.
+// noRunner lets multi-agent environments be built for what never runs a
+// program (sampling tasks, asking the roles).
 type noRunner struct{}
 
 func (noRunner) Run(context.Context, sandbox.Program, sandbox.Limits) (sandbox.Result, error) {
-	return sandbox.Result{}, errors.New("troupe env sample runs no programs")
+	return sandbox.Result{}, errors.New("troupe: this command runs no programs")
 }
 
 func runEnv(ctx context.Context, env *cliEnv, args []string) error {

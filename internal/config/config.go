@@ -169,6 +169,20 @@ func Validate(cfg any) error {
 	return nil
 }
 
+// ValidateSection is Validate for a config section that sits under the
+// dotted key section in an experiment (e.g. "learner"): errors name the
+// full key ("learner.lr").
+func ValidateSection(section string, cfg any) error {
+	if err := validate(reflect.ValueOf(cfg), section); err != nil {
+		var fe *pathError
+		if errors.As(err, &fe) {
+			return &Error{Key: fe.path, Msg: fe.msg, Err: fe.err}
+		}
+		return &Error{Key: section, Msg: err.Error(), Err: err}
+	}
+	return nil
+}
+
 // Marshal renders a resolved config as YAML (what --print-config prints).
 func Marshal(cfg any) ([]byte, error) {
 	var buf bytes.Buffer

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // GoMLX's graph DSL reads best unqualified.
 	"github.com/gomlx/gomlx/core/tensors"
 
@@ -110,6 +111,7 @@ type Program struct {
 	lossCfg  loss.Config
 	train    *Exec
 	logprobs *Exec
+	argmax   *Exec // built on first use
 	ropes    map[int][2]*tensors.Tensor
 }
 
@@ -134,6 +136,9 @@ func (m *Model) NewProgram(backend compute.Backend, lora *LoRA, lc loss.Config) 
 func (p *Program) Finalize() {
 	p.train.Finalize()
 	p.logprobs.Finalize()
+	if p.argmax != nil {
+		p.argmax.Finalize()
+	}
 }
 
 // nodes splits the leading graph inputs into weights and LoRA factors.
@@ -182,6 +187,45 @@ func (p *Program) logprobGraph(g *Graph, in []*Node) []*Node {
 	tokens, targets, keyMask, invTemp, cos, sin := rest[0], rest[1], rest[2], rest[3], rest[4], rest[5]
 	logp, _ := TokenLogprobs(p.m.Config, w, Inputs{Tokens: tokens, KeyMask: keyMask, Cos: cos, Sin: sin}, targets, invTemp)
 	return []*Node{logp}
+}
+
+// argmaxGraph: inputs = weights, LoRA, tokens, keyMask, cos, sin; output =
+// the most likely next token at every position [B, S] (ties → lowest id).
+func (p *Program) argmaxGraph(g *Graph, in []*Node) []*Node {
+	w, _, rest := p.nodes(in)
+	tokens, keyMask, cos, sin := rest[0], rest[1], rest[2], rest[3]
+	logits := Logits(p.m.Config, w, Inputs{Tokens: tokens, KeyMask: keyMask, Cos: cos, Sin: sin})
+	dims := tokens.Shape().Dimensions
+	return []*Node{Reshape(ArgMax(logits, 1, dtypes.Int32), dims[0], dims[1])}
+}
+
+// Argmax returns, for every position of batch b, the token the model
+// (with lora, or the base model when disable is set) finds most likely
+// next: greedy decoding's choice, for checking an inference server's
+// greedy output in one teacher-forced pass.
+func (p *Program) Argmax(lora *LoRA, b *Batch, disable bool) ([]int32, error) {
+	if p.argmax == nil {
+		e, err := NewExec(p.backend, p.argmaxGraph)
+		if err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		e.SetMaxCache(64)
+		p.argmax = e
+	}
+	args, err := p.args(lora, disable)
+	if err != nil {
+		return nil, err
+	}
+	cos, sin := p.rope(b.S)
+	args = append(args, tensors.FromFlatDataAndDimensions(b.Tokens, b.B, b.S), p.floats(b.KeyMask, b.B, b.S), cos, sin)
+	out, err := p.argmax.Exec(args...)
+	if err != nil {
+		return nil, fmt.Errorf("model: argmax: %w", err)
+	}
+	defer out[0].FinalizeAll()
+	res := make([]int32, b.B*b.S)
+	out[0].ConstFlatData(func(flat any) { copy(res, flat.([]int32)) })
+	return res, nil
 }
 
 func (p *Program) rope(S int) (cos, sin *tensors.Tensor) {

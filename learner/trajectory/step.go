@@ -142,11 +142,12 @@ const (
 )
 
 // LearnerColumns is the projection the learner needs: grouping keys, token
-// ids, behaviour logprobs and rewards (no texts).
+// ids, behaviour logprobs (and the temperature they were sampled at) and
+// rewards (no texts).
 var LearnerColumns = []string{
 	ColIteration, ColPolicyVersion, ColEpisodeID, ColProblemID, ColSplit, ColBranch, ColTurn,
 	ColRole, ColPolicy, ColPromptIDs, ColCompletionIDs, ColLogprobs, ColRetokenized,
-	ColReward, ColRewardLocal, ColRewardTeam, ColGroupKey, ColFinishReason,
+	ColReward, ColRewardLocal, ColRewardTeam, ColGroupKey, ColFinishReason, ColTemperature,
 }
 
 // ReplayColumns is the projection transcript replay needs: texts and
