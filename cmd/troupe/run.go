@@ -1,13 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/troupe-rl/troupe/configs"
@@ -98,16 +97,15 @@ func runExperiment(ctx context.Context, env *cliEnv, exp *experiment) error {
 		return err
 	}
 	roles := roleEnv.Roles()
-	modelDir, err := learnerModelDir(cfg)
-	if err != nil {
+	if err := checkModelDir(cfg); err != nil {
 		return err
 	}
+	lcfg := cfg.LearnerConfig()
 	resume, err := learner.LatestCheckpoint(ckptDir)
 	if err != nil {
 		return err
 	}
-	lcfg := cfg.Learner
-	lrn, err := learner.New(ctx, lcfg, modelDir, roles, learner.Options{Logger: env.log, Resume: resume})
+	lrn, err := learner.New(ctx, lcfg, lcfg.Model, roles, learner.Options{Logger: env.log, Resume: resume})
 	if err != nil {
 		return err
 	}
@@ -119,7 +117,7 @@ func runExperiment(ctx context.Context, env *cliEnv, exp *experiment) error {
 			return err
 		}
 	}
-	if err := pruneMetrics(filepath.Join(runDir, "metrics.jsonl"), lrn.StepCount()); err != nil {
+	if err := truncateMetrics(filepath.Join(runDir, "metrics.jsonl"), lrn.StepCount()); err != nil {
 		return err
 	}
 	done, err := report.ReadMetrics(filepath.Join(runDir, "metrics.jsonl"))
@@ -209,7 +207,19 @@ func runExperiment(ctx context.Context, env *cliEnv, exp *experiment) error {
 		}
 		if !consumed[name] {
 			t1 := time.Now()
-			m, err := trainShard(ctx, lrn, filepath.Join(trajDir, name))
+			pending, err := man.Pending(ctx)
+			if err != nil {
+				return err
+			}
+			i := slices.IndexFunc(pending, func(s trajectory.ShardState) bool { return s.Name == name })
+			if i < 0 {
+				return fmt.Errorf("run: shard %s is neither pending nor trained", name)
+			}
+			batch, _, err := readBatch(ctx, trajDir, pending[i:i+1])
+			if err != nil {
+				return err
+			}
+			m, err := lrn.Step(ctx, batch)
 			if err != nil {
 				return err
 			}
@@ -253,21 +263,6 @@ func runExperiment(ctx context.Context, env *cliEnv, exp *experiment) error {
 	return nil
 }
 
-// trainShard runs one learner step on every row of a shard.
-func trainShard(ctx context.Context, lrn *learner.Learner, path string) (*learner.Metrics, error) {
-	rows, err := trajectory.ReadFile(ctx, path, &trajectory.ReadOptions{Columns: trajectory.LearnerColumns})
-	if err != nil {
-		return nil, err
-	}
-	batch := &learner.Batch{Shards: []string{filepath.Base(path)}, Rows: make([]learner.Row, len(rows))}
-	for i, r := range rows {
-		batch.Rows[i] = learner.Row{ProblemID: r.ProblemID, Turn: int(r.Turn), Role: r.Role,
-			PromptIDs: r.PromptIDs, CompletionIDs: r.CompletionIDs, Logprobs: r.Logprobs,
-			RewardLocal: r.RewardLocal, RewardTeam: r.RewardTeam, Temperature: r.Temperature}
-	}
-	return lrn.Step(ctx, batch)
-}
-
 // exportAdapters writes the learner's adapters as version = its step
 // count (replacing a half-done export of the same version from a killed
 // run, whose training the resumed learner has just repeated exactly).
@@ -284,14 +279,6 @@ func exportAdapters(lrn *learner.Learner, root string) (map[string]string, error
 	return lrn.Export(root, v)
 }
 
-// learnerModelDir is the base model folder the learner trains on.
-func learnerModelDir(cfg *configs.Experiment) (string, error) {
-	if cfg.Generation.Tokenizer == "" {
-		return "", &badConfig{key: "generation.tokenizer", err: errors.New("the learner needs the base model folder (config.json, model.safetensors): set generation.tokenizer to it")}
-	}
-	return cfg.Generation.Tokenizer, nil
-}
-
 // saveResolvedConfig writes runs/<name>/config.yaml (what report and resume
 // read), warning when a resumed run's config changed.
 func saveResolvedConfig(env *cliEnv, runDir string, exp *experiment) error {
@@ -304,37 +291,4 @@ func saveResolvedConfig(env *cliEnv, runDir string, exp *experiment) error {
 		env.log.Warn("run: the config differs from the one this run started with; continuing with the new one", "file", path)
 	}
 	return atomicfile.WriteFile(path, out, 0o644)
-}
-
-// pruneMetrics drops from metrics.jsonl the records of learner steps after
-// step (written by a run killed before its checkpoint; the resumed learner
-// repeats those steps) and a torn last line, so that every step is logged
-// once.
-func pruneMetrics(path string, step int) error {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var keep []byte
-	changed := false
-	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var rec struct {
-			Step *int `json:"step"`
-		}
-		if !bytes.HasSuffix(line, []byte("\n")) || json.Unmarshal(line, &rec) != nil || (rec.Step != nil && *rec.Step > step) {
-			changed = true
-			continue
-		}
-		keep = append(keep, line...)
-	}
-	if !changed {
-		return nil
-	}
-	return atomicfile.WriteFile(path, keep, 0o644)
 }
