@@ -12,6 +12,7 @@ import (
 	"github.com/troupe-rl/troupe/generation/rollout"
 	"github.com/troupe-rl/troupe/internal/config"
 	"github.com/troupe-rl/troupe/learner"
+	"github.com/troupe-rl/troupe/learner/sft"
 	"github.com/troupe-rl/troupe/sandbox"
 )
 
@@ -31,6 +32,7 @@ type Experiment struct {
 	Rollout    rollout.Config    `yaml:"rollout"`
 	Learner    learner.Config    `yaml:"learner"`
 	Sandbox    sandbox.Config    `yaml:"sandbox"`
+	SFT        sft.Config        `yaml:"sft"`
 }
 
 // SetDefaults fills the top-level defaults (sections fill their own).
