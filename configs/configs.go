@@ -12,6 +12,7 @@ import (
 	"github.com/troupe-rl/troupe/generation/rollout"
 	"github.com/troupe-rl/troupe/internal/config"
 	"github.com/troupe-rl/troupe/learner"
+	"github.com/troupe-rl/troupe/learner/sft"
 	"github.com/troupe-rl/troupe/sandbox"
 )
 
@@ -32,6 +33,7 @@ type Experiment struct {
 	Learner    learner.Config    `yaml:"learner"`
 	Sandbox    sandbox.Config    `yaml:"sandbox"`
 	Eval       EvalConfig        `yaml:"eval"`
+	SFT        sft.Config        `yaml:"sft"`
 }
 
 // EvalConfig is the "eval:" section: evaluation on fixed validation seeds

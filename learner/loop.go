@@ -211,10 +211,8 @@ func (l *Learner) Step(ctx context.Context, b *Batch) (*Metrics, error) {
 			return nil, fmt.Errorf("learner: row %d: needs a prompt and one logprob per completion token (%d prompt, %d completion, %d logprobs)",
 				i, len(r.PromptIDs), len(r.CompletionIDs), len(r.Logprobs))
 		}
-		for _, t := range slices.Concat(r.PromptIDs, r.CompletionIDs) {
-			if t < 0 || int(t) >= l.model.Config.VocabSize {
-				return nil, fmt.Errorf("learner: row %d: token id %d outside the vocabulary (%d)", i, t, l.model.Config.VocabSize)
-			}
+		if err := l.checkTokens(slices.Concat(r.PromptIDs, r.CompletionIDs)); err != nil {
+			return nil, fmt.Errorf("learner: row %d: %w", i, err)
 		}
 		samples[i] = atgrpo.Sample{ProblemID: r.ProblemID, Turn: r.Turn, Role: r.Role, LocalReward: r.RewardLocal, TeamReward: r.RewardTeam}
 	}

@@ -40,6 +40,22 @@ func openExperiment(ctx context.Context, env *cliEnv, path string, overrides []s
 	if err != nil {
 		return nil, err
 	}
+	e, err := openTasks(env, cfg)
+	if err != nil {
+		return nil, err
+	}
+	e.backend, err = generation.Open(ctx, cfg.Generation)
+	if err != nil {
+		e.close()
+		return nil, &badConfig{key: "generation.backend", err: err}
+	}
+	return e, nil
+}
+
+// openTasks opens what an experiment needs to play its environment without
+// a backend: the sandbox (multi-agent mode) and the prompt renderer.
+func openTasks(env *cliEnv, cfg *configs.Experiment) (*experiment, error) {
+	var err error
 	e := &experiment{cfg: cfg, log: env.log}
 	// Build one environment now so that an unknown name or bad knob fails
 	// before any server is contacted.
@@ -58,11 +74,6 @@ func openExperiment(ctx context.Context, env *cliEnv, path string, overrides []s
 	if err != nil {
 		e.close()
 		return nil, err
-	}
-	e.backend, err = generation.Open(ctx, cfg.Generation)
-	if err != nil {
-		e.close()
-		return nil, &badConfig{key: "generation.backend", err: err}
 	}
 	return e, nil
 }

@@ -60,30 +60,20 @@ func Play(ctx context.Context, e envs.Env, policy Policy) ([]StepRecord, error) 
 	return steps, nil
 }
 
-// Oracle is a policy driven by the environment's solver (envs.Solver): the
-// role named "tool" writes a Python program that prints the solver's
-// action list; every other role reasons briefly and answers after "####".
-// It produces text that goes through the same parse path as a model's.
+// Oracle is a policy driven by the environment's solver (envs.Solver): it
+// writes envs.OracleText (see envs.Oracle), text that goes through the same
+// parse path as a model's.
 func Oracle(e envs.Env, role string, _ envs.Prompt) string {
-	s, ok := e.(envs.Solver)
-	if !ok {
-		return "no solver"
-	}
-	ans, err := s.Solve()
+	text, err := envs.Oracle(e, role)
 	if err != nil {
-		return "solver failed: " + err.Error()
+		return "oracle failed: " + err.Error()
 	}
-	return OracleText(role, ans)
+	return text
 }
 
-// OracleText is what Oracle writes for role given the solver's answer.
-func OracleText(role, answer string) string {
-	if role == "tool" {
-		return "I search the state space with BFS; here the result is precomputed.\n\n```python\nimport sys\n\nboard = sys.stdin.read()\nactions = " +
-			answer + "\nprint(\"**Actions List**:\", actions if isinstance(actions, str) else __import__('json').dumps(actions))\n```\n"
-	}
-	return "I checked the tool agent's actions against the board and the rules; they solve the puzzle.\n\n#### " + answer + "\n"
-}
+// OracleText is what Oracle writes for role given the solver's answer
+// (envs.OracleText).
+func OracleText(role, answer string) string { return envs.OracleText(role, answer) }
 
 // Random returns a policy writing seeded random text of the kinds that break
 // parsers: random bytes, random letters, code fences with junk, "####" with

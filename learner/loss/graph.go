@@ -70,6 +70,8 @@ func Build(c Config, in Inputs) GraphSums {
 	switch c.Kind {
 	case KindPG:
 		l = Mul(negA, rho)
+	case KindSFT:
+		l = Neg(logp)
 	default:
 		pg1 := Mul(negA, rho)
 		pg2 := Mul(negA, ClipScalar(rho, 1-c.ClipLow, 1+c.ClipHigh))

@@ -21,6 +21,8 @@
 //	ppo:  ℓ = w · max(−A·ρ, −A·clip(ρ, 1−ε_low, 1+ε_high))
 //	      and, with dual clip c > 1 and A < 0, ℓ = min(ℓ, −A·c·w)
 //	pg:   ℓ = w · (−A·ρ)                                    (REINFORCE with TIS)
+//	sft:  ℓ = −θ                                            cross-entropy (supervised
+//	                                                        fine-tuning; A, b and w unused)
 //	kl:   ℓ += β · (exp(r − θ) − (r − θ) − 1)               k3, r = base-model logprob
 //	loss  = Σ m·ℓ / N                                       token mean
 //
@@ -48,6 +50,7 @@ import (
 const (
 	KindPPO = "ppo" // clipped surrogate
 	KindPG  = "pg"  // plain policy gradient
+	KindSFT = "sft" // cross-entropy on the completion tokens (supervised warm start)
 )
 
 // What the PPO ratio is taken against.
@@ -58,7 +61,8 @@ const (
 
 // Config is the "learner.loss" config section.
 type Config struct {
-	// Kind is ppo (clipped surrogate) or pg (plain policy gradient). Default ppo.
+	// Kind is ppo (clipped surrogate), pg (plain policy gradient) or sft
+	// (cross-entropy, for supervised fine-tuning). Default ppo.
 	Kind string `yaml:"kind"`
 	// ClipLow and ClipHigh are ε_low and ε_high of the clip range
 	// [1−ε_low, 1+ε_high]. Default 0.2 each.
@@ -87,8 +91,8 @@ func (c *Config) SetDefaults() {
 // Validate checks the section.
 func (c *Config) Validate() error {
 	switch {
-	case c.Kind != KindPPO && c.Kind != KindPG:
-		return config.Errorf("kind", "must be ppo or pg, got %q", c.Kind)
+	case c.Kind != KindPPO && c.Kind != KindPG && c.Kind != KindSFT:
+		return config.Errorf("kind", "must be ppo, pg or sft, got %q", c.Kind)
 	case !(c.ClipLow > 0 && c.ClipLow < 1):
 		return config.Errorf("clip_low", "must be in (0, 1), got %v", c.ClipLow)
 	case !(c.ClipHigh > 0) || math.IsInf(c.ClipHigh, 0):
@@ -112,7 +116,9 @@ func (c Config) String() string {
 }
 
 // tisActive reports whether the truncated importance weight applies.
-func (c *Config) tisActive() bool { return c.TISCap > 0 && c.RatioTo == RatioToLearner }
+func (c *Config) tisActive() bool {
+	return c.TISCap > 0 && c.RatioTo == RatioToLearner && c.Kind != KindSFT
+}
 
 // Metrics are the loss's per-batch metrics (token means unless named).
 type Metrics struct {
@@ -199,6 +205,8 @@ func Reference(c Config, tokens []Token) (Sums, []float64) {
 		switch c.Kind {
 		case KindPG:
 			l, dl = -t.Adv*rho, -t.Adv*drho
+		case KindSFT:
+			l, dl = -t.Logp, -1
 		default:
 			lo, hi := 1-c.ClipLow, 1+c.ClipHigh
 			cr, dcr := rho, drho

@@ -69,6 +69,7 @@ func TestGraphMatchesReference(t *testing.T) {
 		{"ppo ratio to behaviour", func(c *Config) { c.RatioTo = RatioToBehaviour; c.DualClip = 3 }, false},
 		{"pg", func(c *Config) { c.Kind = KindPG; c.KLCoef = 0.05 }, false},
 		{"pg ratio to behaviour", func(c *Config) { c.Kind = KindPG; c.RatioTo = RatioToBehaviour }, false},
+		{"sft", func(c *Config) { c.Kind = KindSFT }, false},
 	}
 	for ci, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -143,3 +143,37 @@ func FromAdapter(a *hf.Adapter, mc *hf.ModelConfig) (*LoRA, error) {
 	}
 	return l, nil
 }
+
+// MergeInto adds s·B·A to each adapted module's base weight in w (Hugging
+// Face names, [out, in]; modified in place), so that the model w describes
+// computes what the base model with this adapter computes (up to float32
+// rounding).
+func (l *LoRA) MergeInto(w map[string]*hf.Tensor) error {
+	s := float32(l.Config.Scaling())
+	r := l.Config.Rank
+	for i, path := range l.Modules {
+		wt, ok := w[path+".weight"]
+		if !ok {
+			return fmt.Errorf("model: merge: no weight %s.weight", path)
+		}
+		a, b := l.Data[2*i], l.Data[2*i+1]
+		out, in := l.Shapes[2*i+1][0], l.Shapes[2*i][1]
+		if !slices.Equal(wt.Shape, []int{out, in}) {
+			return fmt.Errorf("model: merge: %s.weight has shape %v, the adapter [%d %d]", path, wt.Shape, out, in)
+		}
+		for o := range out {
+			row := wt.Data[o*in : (o+1)*in]
+			for k := range r {
+				c := s * b[o*r+k]
+				if c == 0 {
+					continue
+				}
+				ak := a[k*in : (k+1)*in]
+				for j := range row {
+					row[j] += c * ak[j]
+				}
+			}
+		}
+	}
+	return nil
+}

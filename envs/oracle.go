@@ -1,0 +1,75 @@
+package envs
+
+import (
+	"context"
+	"fmt"
+)
+
+// OracleText is the completion an oracle writes for role given the
+// solver's answer (Solver.Solve): the role named "tool" writes a Python
+// program that prints the action list; every other role reasons briefly and
+// answers after "####". It is text that goes through the same parse path as
+// a model's: the supervised demonstrations of `troupe sft` and the oracle
+// policy of envtest are both this text.
+func OracleText(role, answer string) string {
+	if role == "tool" {
+		return "I search the state space with BFS; here the result is precomputed.\n\n```python\nimport sys\n\nboard = sys.stdin.read()\nactions = " +
+			answer + "\nprint(\"**Actions List**:\", actions if isinstance(actions, str) else __import__('json').dumps(actions))\n```\n"
+	}
+	return "I checked the tool agent's actions against the board and the rules; they solve the puzzle.\n\n#### " + answer + "\n"
+}
+
+// Oracle returns OracleText for role from e's solver in its current state.
+// It fails when e has no solver or the solver fails.
+func Oracle(e Env, role string) (string, error) {
+	s, ok := e.(Solver)
+	if !ok {
+		return "", fmt.Errorf("envs: %T has no solver", e)
+	}
+	ans, err := s.Solve()
+	if err != nil {
+		return "", fmt.Errorf("envs: solver: %w", err)
+	}
+	return OracleText(role, ans), nil
+}
+
+// DemoStep is one step of an oracle episode: what role saw at turn and the
+// oracle's completion, with the environment's outcome.
+type DemoStep struct {
+	Turn       int
+	Role       string
+	Prompt     Prompt
+	Completion string
+	Outcome    Outcome
+}
+
+// Demonstrate plays e (already Reset) to the end with the oracle through the
+// ordinary Prompt → text → Step path and returns every step, for every role
+// and turn the episode visits. It fails if e has no solver, a step fails,
+// or the oracle episode does not end in success.
+func Demonstrate(ctx context.Context, e Env) ([]DemoStep, error) {
+	var steps []DemoStep
+	for guard := 0; !e.Done(); guard++ {
+		if guard > 10000 {
+			return steps, fmt.Errorf("envs: demonstration did not end after %d steps", guard)
+		}
+		role, turn := e.Next()
+		p, err := e.Prompt(role)
+		if err != nil {
+			return steps, fmt.Errorf("envs: demonstration: %w", err)
+		}
+		text, err := Oracle(e, role)
+		if err != nil {
+			return steps, err
+		}
+		out, err := e.Step(ctx, role, text)
+		if err != nil {
+			return steps, fmt.Errorf("envs: demonstration: %w", err)
+		}
+		steps = append(steps, DemoStep{Turn: turn, Role: role, Prompt: p, Completion: text, Outcome: out})
+	}
+	if len(steps) == 0 || !steps[len(steps)-1].Outcome.Success {
+		return steps, fmt.Errorf("envs: the oracle did not solve task %s", e.Task().ID)
+	}
+	return steps, nil
+}

@@ -1,0 +1,82 @@
+package sft
+
+import (
+	"fmt"
+
+	"github.com/troupe-rl/troupe/internal/config"
+)
+
+// Config is the "sft:" section of an experiment config. The adapter's
+// shape (lora_rank, lora_alpha, lora_targets), the optimiser's betas, weight
+// decay and gradient clipping, micro-batching and the device come from the
+// "learner:" section; SFT always trains one shared adapter.
+type Config struct {
+	// Model is the base model folder (Hugging Face layout, with its
+	// tokenizer). Default: generation.model.
+	Model string `yaml:"model,omitempty"`
+	// Steps is the number of optimiser steps. Default 200.
+	Steps int `yaml:"steps"`
+	// BatchSize is the demonstrations per step. Default 16.
+	BatchSize int `yaml:"batch_size"`
+	// LR is the AdamW peak learning rate (linear warmup, then cosine decay
+	// to 0.1·LR at Steps). Default 2e-3.
+	LR float64 `yaml:"lr"`
+	// WarmupSteps of linear warmup (at most steps−1). Default 10.
+	WarmupSteps int `yaml:"warmup_steps"`
+	// Seeds is the number of training seeds played by the oracle for
+	// demonstrations (each gives one demonstration per role and turn).
+	// Default 256.
+	Seeds int `yaml:"seeds"`
+	// EvalEvery evaluates greedy success on the validation seeds every N
+	// steps (and always after the last step); 0 evaluates only at the end.
+	// Default 50.
+	EvalEvery int `yaml:"eval_every"`
+	// EvalSeeds is the number of validation seeds (envs.ValidationSeeds).
+	// Default 32; 0 skips evaluation.
+	EvalSeeds int `yaml:"eval_seeds"`
+	// EvalMaxTokens caps each greedy completion. Default 0: the longest
+	// demonstration completion plus 16 tokens.
+	EvalMaxTokens int `yaml:"eval_max_tokens"`
+	// Full trains all weights instead of a LoRA adapter. Not supported yet:
+	// the learner's GoMLX model keeps base weights frozen.
+	Full bool `yaml:"full"`
+	// Merge also writes the base model with the adapter merged into its
+	// weights (W + scaling·B·A) to runs/<name>/sft/model, for RL to start
+	// from with fresh adapters. Default true.
+	Merge bool `yaml:"merge"`
+}
+
+// SetDefaults fills the documented defaults.
+func (c *Config) SetDefaults() {
+	*c = Config{Steps: 200, BatchSize: 16, LR: 2e-3, WarmupSteps: 10, Seeds: 256, EvalEvery: 50, EvalSeeds: 32, Merge: true}
+}
+
+// Validate checks the section.
+func (c *Config) Validate() error {
+	switch {
+	case c.Steps < 1:
+		return config.Errorf("steps", "must be ≥ 1, got %d", c.Steps)
+	case c.BatchSize < 1:
+		return config.Errorf("batch_size", "must be ≥ 1, got %d", c.BatchSize)
+	case !(c.LR > 0 && c.LR < 1):
+		return config.Errorf("lr", "must be in (0, 1), got %v", c.LR)
+	case c.WarmupSteps < 0:
+		return config.Errorf("warmup_steps", "must be ≥ 0, got %d", c.WarmupSteps)
+	case c.Seeds < 1:
+		return config.Errorf("seeds", "must be ≥ 1, got %d", c.Seeds)
+	case c.EvalEvery < 0:
+		return config.Errorf("eval_every", "must be ≥ 0, got %d", c.EvalEvery)
+	case c.EvalSeeds < 0:
+		return config.Errorf("eval_seeds", "must be ≥ 0, got %d", c.EvalSeeds)
+	case c.EvalMaxTokens < 0:
+		return config.Errorf("eval_max_tokens", "must be ≥ 0, got %d", c.EvalMaxTokens)
+	case c.Full:
+		return config.Errorf("full", "full fine-tuning is not supported yet (the learner trains LoRA adapters on frozen base weights); use LoRA with merge: true")
+	}
+	return nil
+}
+
+// String is a short description for logs.
+func (c *Config) String() string {
+	return fmt.Sprintf("steps=%d batch=%d lr=%g warmup=%d seeds=%d eval_every=%d eval_seeds=%d", c.Steps, c.BatchSize, c.LR, c.WarmupSteps, c.Seeds, c.EvalEvery, c.EvalSeeds)
+}

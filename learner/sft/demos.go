@@ -1,0 +1,171 @@
+package sft
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/troupe-rl/troupe/envs"
+	"github.com/troupe-rl/troupe/generation/tokenizer"
+	"github.com/troupe-rl/troupe/internal/hf"
+)
+
+// Encoder turns environment prompts into model tokens exactly as a rollout
+// does: the chat template (rollout.NewRenderer of the experiment's
+// generation config), then the model's tokenizer, as the embedded server
+// encodes a prompt text (BOS only when the tokenizer adds one).
+type Encoder struct {
+	Render func(envs.Prompt) (string, error)
+	Tok    *tokenizer.Tokenizer
+	// EOS ends every target completion, so that the model learns to stop
+	// (the chat template's end-of-turn token, e.g. <|im_end|>).
+	EOS int32
+	// Stop are the ids that end a generated completion (EOS included).
+	Stop []int32
+}
+
+// NewEncoder builds an Encoder for the model folder dir (its tokenizer and
+// config.json's eos ids) with render.
+func NewEncoder(dir string, render func(envs.Prompt) (string, error)) (*Encoder, error) {
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("sft: %w", err)
+	}
+	cfg, err := hf.ReadModelConfig(dir)
+	if err != nil {
+		return nil, fmt.Errorf("sft: %w", err)
+	}
+	e := &Encoder{Render: render, Tok: tok, EOS: -1}
+	if id, ok := tok.TokenID(tok.EOSToken()); ok && tok.EOSToken() != "" {
+		e.EOS = id
+	}
+	for _, id := range cfg.EOSTokenIDs() {
+		e.Stop = append(e.Stop, int32(id))
+	}
+	for _, id := range tok.EOSIDs() {
+		e.Stop = append(e.Stop, id)
+	}
+	if e.EOS < 0 && len(e.Stop) > 0 {
+		e.EOS = e.Stop[0]
+	}
+	if e.EOS < 0 {
+		return nil, fmt.Errorf("sft: %s: the tokenizer names no eos_token", dir)
+	}
+	e.Stop = append(e.Stop, e.EOS)
+	return e, nil
+}
+
+// PromptIDs renders and encodes p.
+func (e *Encoder) PromptIDs(p envs.Prompt) (string, []int32, error) {
+	text, err := e.Render(p)
+	if err != nil {
+		return "", nil, fmt.Errorf("sft: render: %w", err)
+	}
+	var ids []int32
+	if e.Tok.AddBOS() {
+		if bos, ok := e.Tok.BOSID(); ok {
+			ids = append(ids, bos)
+		}
+	}
+	return text, e.Tok.AppendEncode(ids, text), nil
+}
+
+// Demo is one demonstration: what Role saw at Turn of the episode of Seed,
+// and the oracle's completion.
+type Demo struct {
+	Seed       int64
+	Turn       int
+	Role       string
+	Prompt     envs.Prompt
+	PromptText string // rendered by the chat template
+	Completion string // the oracle's text (without the end-of-turn token)
+	// PromptIDs encode PromptText; CompletionIDs encode Completion and end
+	// with the EOS token.
+	PromptIDs, CompletionIDs []int32
+}
+
+// Demonstrations plays every seed with the environment's oracle
+// (envs.Demonstrate: the same Prompt → text → Step path as a rollout) and
+// returns one Demo per role and turn visited, in seed order. Episodes run
+// concurrently (workers ≥ 1).
+func Demonstrations(ctx context.Context, cfg envs.Config, deps envs.Deps, enc *Encoder, seeds []int64, workers int) ([]Demo, error) {
+	per := make([][]Demo, len(seeds))
+	errs := make([]error, len(seeds))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range max(1, workers) {
+		wg.Go(func() {
+			for i := range next {
+				per[i], errs[i] = demonstrate(ctx, cfg, deps, enc, seeds[i])
+			}
+		})
+	}
+	for i := range seeds {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var out []Demo
+	for i := range seeds {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		out = append(out, per[i]...)
+	}
+	return out, nil
+}
+
+func demonstrate(ctx context.Context, cfg envs.Config, deps envs.Deps, enc *Encoder, seed int64) ([]Demo, error) {
+	e, err := envs.New(cfg.Name, cfg, deps)
+	if err != nil {
+		return nil, fmt.Errorf("sft: %w", err)
+	}
+	if err := e.Reset(seed); err != nil {
+		return nil, fmt.Errorf("sft: seed %d: %w", seed, err)
+	}
+	steps, err := envs.Demonstrate(ctx, e)
+	if err != nil {
+		return nil, fmt.Errorf("sft: seed %d: %w", seed, err)
+	}
+	out := make([]Demo, len(steps))
+	for i, s := range steps {
+		text, ids, err := enc.PromptIDs(s.Prompt)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = Demo{Seed: seed, Turn: s.Turn, Role: s.Role, Prompt: s.Prompt, PromptText: text, Completion: s.Completion,
+			PromptIDs: ids, CompletionIDs: append(enc.Tok.Encode(s.Completion), enc.EOS)}
+	}
+	return out, nil
+}
+
+// WriteCorpus writes the rendered prompt and the oracle completion of every
+// demonstration of seeds to w, one after the other: text to train a tiny
+// model's tokenizer on (`troupe model init --corpus`), so that the
+// environment's prompts take few tokens.
+func WriteCorpus(ctx context.Context, w io.Writer, cfg envs.Config, deps envs.Deps, render func(envs.Prompt) (string, error), seeds []int64) error {
+	for _, seed := range seeds {
+		e, err := envs.New(cfg.Name, cfg, deps)
+		if err != nil {
+			return fmt.Errorf("sft: %w", err)
+		}
+		if err := e.Reset(seed); err != nil {
+			return fmt.Errorf("sft: seed %d: %w", seed, err)
+		}
+		steps, err := envs.Demonstrate(ctx, e)
+		if err != nil {
+			return fmt.Errorf("sft: seed %d: %w", seed, err)
+		}
+		for _, s := range steps {
+			text, err := render(s.Prompt)
+			if err != nil {
+				return fmt.Errorf("sft: render: %w", err)
+			}
+			if _, err := io.WriteString(w, text+s.Completion+"\n"); err != nil {
+				return fmt.Errorf("sft: corpus: %w", err)
+			}
+		}
+	}
+	return nil
+}
