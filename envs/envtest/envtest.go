@@ -484,3 +484,50 @@ func Scale(n int) int {
 	}
 	return n
 }
+
+// CheckTeams is the wiring check every environment runs: an oracle team
+// (the solver's answers as text, through prompts and Step) solves every
+// seed in multi-agent and single-agent mode, and a random-text team stays
+// near 0 %.
+func CheckTeams(t *testing.T, name string, deps envs.Deps) {
+	t.Helper()
+	for _, tc := range []struct {
+		mode                     string
+		oracleSeeds, randomSeeds int
+	}{{envs.ModeMulti, 200, 25}, {envs.ModeSingle, 200, 200}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			cfg := envs.DefaultConfig(name)
+			cfg.Mode = tc.mode
+			if got := SuccessRate(t, name, cfg, deps, Seeds(0, Scale(tc.oracleSeeds)),
+				func(int64) Policy { return Oracle }); got != 1 {
+				t.Errorf("oracle success %.3f, want 1", got)
+			}
+			n := Scale(tc.randomSeeds)
+			got := SuccessRate(t, name, cfg, deps, envs.ValidationSeeds(n),
+				func(s int64) Policy { return Random(uint64(s)) })
+			t.Logf("%s: random-text success %.3f over %d seeds", tc.mode, got, n)
+			if got > 0.1 {
+				t.Errorf("random-text success %.3f, want near 0", got)
+			}
+		})
+	}
+}
+
+// CheckGolden plays the oracle on seed with the default config and compares
+// the transcript with the golden file at path (rewritten when update).
+func CheckGolden(t *testing.T, name string, seed int64, deps envs.Deps, path string, update bool) {
+	t.Helper()
+	e, err := envs.New(name, envs.DefaultConfig(name), deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Reset(seed); err != nil {
+		t.Fatal(err)
+	}
+	task := e.Task()
+	steps, err := Play(context.Background(), e, Oracle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Golden(t, path, Transcript(task, steps), update)
+}

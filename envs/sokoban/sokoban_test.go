@@ -174,28 +174,7 @@ func TestGeneratedInstancesAreSolvable(t *testing.T) {
 	}
 }
 
-func TestOracleAndRandomTeams(t *testing.T) {
-	for _, tc := range []struct {
-		mode                     string
-		oracleSeeds, randomSeeds int
-	}{{envs.ModeMulti, 200, 25}, {envs.ModeSingle, 200, 200}} {
-		t.Run(tc.mode, func(t *testing.T) {
-			cfg := envs.DefaultConfig("sokoban")
-			cfg.Mode = tc.mode
-			d := deps(t)
-			if got := envtest.SuccessRate(t, "sokoban", cfg, d, envtest.Seeds(0, envtest.Scale(tc.oracleSeeds)),
-				func(int64) envtest.Policy { return envtest.Oracle }); got != 1 {
-				t.Errorf("oracle success %.3f, want 1", got)
-			}
-			got := envtest.SuccessRate(t, "sokoban", cfg, d, envs.ValidationSeeds(envtest.Scale(tc.randomSeeds)),
-				func(s int64) envtest.Policy { return envtest.Random(uint64(s)) })
-			t.Logf("%s: random-text success %.3f over %d seeds", tc.mode, got, tc.randomSeeds)
-			if got > 0.1 {
-				t.Errorf("random-text success %.3f, want near 0", got)
-			}
-		})
-	}
-}
+func TestOracleAndRandomTeams(t *testing.T) { envtest.CheckTeams(t, "sokoban", deps(t)) }
 
 func TestRewards(t *testing.T) {
 	cfg := envs.DefaultConfig("sokoban")
@@ -227,19 +206,7 @@ func TestRewards(t *testing.T) {
 }
 
 func TestGolden(t *testing.T) {
-	e, err := envs.New("sokoban", envs.DefaultConfig("sokoban"), deps(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Reset(7); err != nil {
-		t.Fatal(err)
-	}
-	task := e.Task()
-	steps, err := envtest.Play(context.Background(), e, envtest.Oracle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	envtest.Golden(t, "testdata/oracle.golden", envtest.Transcript(task, steps), *update)
+	envtest.CheckGolden(t, "sokoban", 7, deps(t), "testdata/oracle.golden", *update)
 }
 
 func FuzzParseAnswer(f *testing.F) {
