@@ -122,6 +122,9 @@ func New(cfg generation.Config) (*Backend, error) {
 	}
 	conc := max(cfg.MaxConcurrency, 1)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// Keep a connection per request in flight: the default idle cap (100
+	// in all) makes a busy client re-dial, which costs both sides CPU.
+	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = conc
 	var rt http.RoundTripper = tr
 	if cfg.APIKey != "" {

@@ -77,6 +77,9 @@ func New(cfg generation.Config) (*Backend, error) {
 	}
 	conc := max(cfg.MaxConcurrency, 1)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// Keep a connection per request in flight: the default idle cap (100
+	// in all) makes a busy client re-dial, which costs both sides CPU.
+	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = conc
 	tr.MaxConnsPerHost = 0
 	return &Backend{cfg: cfg, pool: pool, client: &http.Client{Transport: tr}, sem: make(chan struct{}, conc)}, nil
