@@ -307,8 +307,12 @@ func classify(ctx context.Context, endpoint string, err error) error {
 	return &generation.MalformedError{Endpoint: endpoint, Err: err}
 }
 
+// isLoRAError recognises Ollama's refusals of LoRA ("loras are not yet
+// implemented" from the new engine; "… not supported" from converters).
 func isLoRAError(err error) bool {
-	return strings.Contains(strings.ToLower(err.Error()), "lora")
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "loras are not yet implemented") ||
+		strings.Contains(msg, "lora") && (strings.Contains(msg, "not supported") || strings.Contains(msg, "unsupported"))
 }
 
 // encodePrompt tokenizes a raw prompt as Ollama's runner does: special
@@ -418,8 +422,11 @@ func (b *Backend) LoadAdapter(ctx context.Context, name, dir string) error {
 		stream := false
 		err := c.Create(ctx, &api.CreateRequest{Model: model, From: b.cfg.Model, Adapters: adapters, Stream: &stream},
 			func(api.ProgressResponse) error { return nil })
-		if err != nil {
+		if err != nil && isLoRAError(err) {
 			return fmt.Errorf("ollama: load adapter %q from %s on %s: %w: %w", name, dir, ep.URL, ErrNoLoRA, err)
+		}
+		if err != nil {
+			return fmt.Errorf("ollama: load adapter %q from %s on %s: create %s from %s: %w", name, dir, ep.URL, model, b.cfg.Model, err)
 		}
 	}
 	b.mu.Lock()
