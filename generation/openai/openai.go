@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sort"
 	"strings"
@@ -115,13 +116,79 @@ type completionResponse struct {
 		Index        int     `json:"index"`
 		Text         string  `json:"text"`
 		FinishReason *string `json:"finish_reason"`
-		TokenIDs     []int32 `json:"token_ids"`
-		PromptIDs    []int32 `json:"prompt_token_ids"`
+		TokenIDs     tokenIDs `json:"token_ids"`
+		PromptIDs    tokenIDs `json:"prompt_token_ids"`
 		Logprobs     *struct {
 			TokenLogprobs []*float64 `json:"token_logprobs"`
 		} `json:"logprobs"`
 	} `json:"choices"`
-	PromptIDs []int32 `json:"prompt_token_ids"`
+	PromptIDs tokenIDs `json:"prompt_token_ids"`
+}
+
+// tokenIDs is a JSON list of token ids decoded without reflection: the
+// response echoes the whole prompt's ids, and encoding/json's reflective
+// decoding of them was the client's largest cost per call.
+type tokenIDs []int32
+
+func (t *tokenIDs) UnmarshalJSON(b []byte) error {
+	if ids, ok := parseIDs(b); ok {
+		*t = ids
+		return nil
+	}
+	var ids []int32 // null, or anything the fast path does not handle
+	if err := json.Unmarshal(b, &ids); err != nil {
+		return err
+	}
+	*t = ids
+	return nil
+}
+
+// parseIDs parses a JSON array of non-negative integers that fit int32.
+func parseIDs(b []byte) ([]int32, bool) {
+	i := 0
+	space := func() {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+			i++
+		}
+	}
+	space()
+	if i == len(b) || b[i] != '[' {
+		return nil, false
+	}
+	i++
+	space()
+	out := make([]int32, 0, bytes.Count(b, []byte{','})+1)
+	if i < len(b) && b[i] == ']' {
+		i++
+		space()
+		return out, i == len(b)
+	}
+	for {
+		start, v := i, int64(0)
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' && i-start < 11 {
+			v = v*10 + int64(b[i]-'0')
+			i++
+		}
+		if i == start || v > math.MaxInt32 || (b[start] == '0' && i-start > 1) {
+			return nil, false
+		}
+		out = append(out, int32(v))
+		space()
+		if i == len(b) {
+			return nil, false
+		}
+		switch b[i] {
+		case ']':
+			i++
+			space()
+			return out, i == len(b)
+		case ',':
+			i++
+			space()
+		default:
+			return nil, false
+		}
+	}
 }
 
 // Generate sends one completions request (retried across endpoints on
@@ -185,17 +252,17 @@ func convert(base string, cr *completionResponse, n int) (*generation.Response, 
 		return nil, bad("asked for %d choices, got %d", n, len(cr.Choices))
 	}
 	sort.SliceStable(cr.Choices, func(i, j int) bool { return cr.Choices[i].Index < cr.Choices[j].Index })
-	r := &generation.Response{Endpoint: base, PromptIDs: cr.PromptIDs, Samples: make([]generation.Sample, n)}
+	r := &generation.Response{Endpoint: base, PromptIDs: []int32(cr.PromptIDs), Samples: make([]generation.Sample, n)}
 	for i, c := range cr.Choices {
 		if c.Index != i {
 			return nil, bad("choice indices are not 0..%d", n-1)
 		}
-		s := generation.Sample{Text: c.Text, TokenIDs: c.TokenIDs}
+		s := generation.Sample{Text: c.Text, TokenIDs: []int32(c.TokenIDs)}
 		if c.FinishReason != nil {
 			s.FinishReason = *c.FinishReason
 		}
 		if r.PromptIDs == nil && c.PromptIDs != nil {
-			r.PromptIDs = c.PromptIDs
+			r.PromptIDs = []int32(c.PromptIDs)
 		}
 		if c.Logprobs != nil {
 			s.Logprobs = make([]float32, len(c.Logprobs.TokenLogprobs))
