@@ -113,9 +113,9 @@ type completionRequest struct {
 // completionResponse is what we read back; unknown fields are ignored.
 type completionResponse struct {
 	Choices []struct {
-		Index        int     `json:"index"`
-		Text         string  `json:"text"`
-		FinishReason *string `json:"finish_reason"`
+		Index        int      `json:"index"`
+		Text         string   `json:"text"`
+		FinishReason *string  `json:"finish_reason"`
 		TokenIDs     tokenIDs `json:"token_ids"`
 		PromptIDs    tokenIDs `json:"prompt_token_ids"`
 		Logprobs     *struct {
