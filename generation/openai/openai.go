@@ -31,6 +31,7 @@ import (
 	"math"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -119,7 +120,7 @@ type completionResponse struct {
 		TokenIDs     tokenIDs `json:"token_ids"`
 		PromptIDs    tokenIDs `json:"prompt_token_ids"`
 		Logprobs     *struct {
-			TokenLogprobs []*float64 `json:"token_logprobs"`
+			TokenLogprobs logprobList `json:"token_logprobs"`
 		} `json:"logprobs"`
 	} `json:"choices"`
 	PromptIDs tokenIDs `json:"prompt_token_ids"`
@@ -141,6 +142,68 @@ func (t *tokenIDs) UnmarshalJSON(b []byte) error {
 	}
 	*t = ids
 	return nil
+}
+
+// logprobList is a JSON list of numbers or nulls (NaN here), decoded
+// without reflection or a pointer per element.
+type logprobList []float64
+
+func (l *logprobList) UnmarshalJSON(b []byte) error {
+	if v, ok := parseNumbers(b); ok {
+		*l = v
+		return nil
+	}
+	var ptrs []*float64
+	if err := json.Unmarshal(b, &ptrs); err != nil {
+		return err
+	}
+	out := make([]float64, len(ptrs))
+	for i, p := range ptrs {
+		out[i] = math.NaN()
+		if p != nil {
+			out[i] = *p
+		}
+	}
+	*l = out
+	return nil
+}
+
+// parseNumbers parses a flat JSON array of numbers and nulls (null → NaN).
+func parseNumbers(b []byte) ([]float64, bool) {
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return nil, false
+	}
+	body := bytes.TrimSpace(b[1 : len(b)-1])
+	out := make([]float64, 0, bytes.Count(body, []byte{','})+1)
+	if len(body) == 0 {
+		return out, true
+	}
+	for len(body) > 0 {
+		tok := body
+		if k := bytes.IndexByte(body, ','); k >= 0 {
+			tok, body = body[:k], body[k+1:]
+			if len(bytes.TrimSpace(body)) == 0 {
+				return nil, false // trailing comma
+			}
+		} else {
+			body = nil
+		}
+		tok = bytes.TrimSpace(tok)
+		if string(tok) == "null" {
+			out = append(out, math.NaN())
+			continue
+		}
+		if len(tok) == 0 || !(tok[0] == '-' || tok[0] >= '0' && tok[0] <= '9') || !json.Valid(tok) {
+			return nil, false
+		}
+		v, err := strconv.ParseFloat(string(tok), 64)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, v)
+	}
+	return out, true
 }
 
 // parseIDs parses a JSON array of non-negative integers that fit int32.
@@ -267,10 +330,10 @@ func convert(base string, cr *completionResponse, n int) (*generation.Response, 
 		if c.Logprobs != nil {
 			s.Logprobs = make([]float32, len(c.Logprobs.TokenLogprobs))
 			for j, lp := range c.Logprobs.TokenLogprobs {
-				if lp == nil {
+				if math.IsNaN(lp) {
 					return nil, bad("choice %d: token_logprobs[%d] is null", i, j)
 				}
-				s.Logprobs[j] = float32(*lp)
+				s.Logprobs[j] = float32(lp)
 			}
 			if s.TokenIDs != nil && len(s.Logprobs) != len(s.TokenIDs) {
 				return nil, bad("choice %d: %d token ids but %d logprobs", i, len(s.TokenIDs), len(s.Logprobs))

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"testing"
 )
@@ -27,7 +28,8 @@ func BenchmarkDecodeResponse(b *testing.B) {
 	for i := range ids {
 		ids[i] = int32(i * 97 % 151000)
 	}
-	body, _ := json.Marshal(map[string]any{"choices": []map[string]any{{"index": 0, "text": "hello", "token_ids": ids[:8], "prompt_token_ids": ids}}})
+	body, _ := json.Marshal(map[string]any{"choices": []map[string]any{{"index": 0, "text": "hello", "token_ids": ids[:8], "prompt_token_ids": ids,
+		"logprobs": map[string]any{"token_logprobs": []float64{-1.25, -0.5, -3.125, -7, -0.001, -2.5, -1, -4.75}}}}})
 	b.ReportAllocs()
 	for b.Loop() {
 		var cr completionResponse
@@ -55,6 +57,35 @@ func BenchmarkDecodeResponseReflect(b *testing.B) {
 		}
 		if err := json.Unmarshal(body, &cr); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestLogprobList checks the fast logprob decoder against encoding/json.
+func TestLogprobList(t *testing.T) {
+	for _, in := range []string{
+		`[]`, `[0]`, `[-1.5, -0.25e-3, null]`, ` [ -3 ,-9999.0 ] `, `[null]`, `null`,
+		`[1,]`, `[,1]`, `[1 2]`, `["1"]`, `[01]`, `[1.]`, `[-]`, `[nan]`, `[[1]]`, `{}`, `[1e999]`,
+	} {
+		var want []*float64
+		werr := json.Unmarshal([]byte(in), &want)
+		var got logprobList
+		gerr := json.Unmarshal([]byte(in), &got)
+		if (werr == nil) != (gerr == nil) {
+			t.Errorf("%s: got %v, %v; encoding/json %v", in, got, gerr, werr)
+			continue
+		}
+		if werr != nil {
+			continue
+		}
+		if len(got) != len(want) {
+			t.Errorf("%s: got %v, want %d values", in, got, len(want))
+			continue
+		}
+		for i, w := range want {
+			if (w == nil) != math.IsNaN(got[i]) || (w != nil && *w != got[i]) {
+				t.Errorf("%s: [%d] got %v", in, i, got[i])
+			}
 		}
 	}
 }
