@@ -16,6 +16,8 @@ import (
 	_ "github.com/troupe-rl/troupe/envs/planpath"
 	_ "github.com/troupe-rl/troupe/envs/sokoban"
 	_ "github.com/troupe-rl/troupe/envs/sudoku"
+	_ "github.com/troupe-rl/troupe/generation/builtin/inproc"
+	_ "github.com/troupe-rl/troupe/generation/ollama"
 	_ "github.com/troupe-rl/troupe/generation/openai"
 )
 

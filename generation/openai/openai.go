@@ -29,9 +29,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -87,6 +89,9 @@ func New(cfg generation.Config) (*Backend, error) {
 	}
 	conc := max(cfg.MaxConcurrency, 1)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// Keep a connection per request in flight: the default idle cap (100
+	// in all) makes a busy client re-dial, which costs both sides CPU.
+	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = conc
 	tr.MaxConnsPerHost = 0
 	return &Backend{cfg: cfg, pool: pool, client: &http.Client{Transport: tr}, sem: make(chan struct{}, conc)}, nil
@@ -206,16 +211,144 @@ type completionRequest struct {
 // completionResponse is what we read back; unknown fields are ignored.
 type completionResponse struct {
 	Choices []struct {
-		Index        int     `json:"index"`
-		Text         string  `json:"text"`
-		FinishReason *string `json:"finish_reason"`
-		TokenIDs     []int32 `json:"token_ids"`
-		PromptIDs    []int32 `json:"prompt_token_ids"`
+		Index        int      `json:"index"`
+		Text         string   `json:"text"`
+		FinishReason *string  `json:"finish_reason"`
+		TokenIDs     tokenIDs `json:"token_ids"`
+		PromptIDs    tokenIDs `json:"prompt_token_ids"`
 		Logprobs     *struct {
-			TokenLogprobs []*float64 `json:"token_logprobs"`
+			TokenLogprobs logprobList `json:"token_logprobs"`
 		} `json:"logprobs"`
 	} `json:"choices"`
-	PromptIDs []int32 `json:"prompt_token_ids"`
+	PromptIDs tokenIDs `json:"prompt_token_ids"`
+}
+
+// tokenIDs is a JSON list of token ids decoded without reflection: the
+// response echoes the whole prompt's ids, and encoding/json's reflective
+// decoding of them was the client's largest cost per call.
+type tokenIDs []int32
+
+func (t *tokenIDs) UnmarshalJSON(b []byte) error {
+	if ids, ok := parseIDs(b); ok {
+		*t = ids
+		return nil
+	}
+	var ids []int32 // null, or anything the fast path does not handle
+	if err := json.Unmarshal(b, &ids); err != nil {
+		return err
+	}
+	*t = ids
+	return nil
+}
+
+// logprobList is a JSON list of numbers or nulls (NaN here), decoded
+// without reflection or a pointer per element.
+type logprobList []float64
+
+func (l *logprobList) UnmarshalJSON(b []byte) error {
+	if v, ok := parseNumbers(b); ok {
+		*l = v
+		return nil
+	}
+	var ptrs []*float64
+	if err := json.Unmarshal(b, &ptrs); err != nil {
+		return err
+	}
+	out := make([]float64, len(ptrs))
+	for i, p := range ptrs {
+		out[i] = math.NaN()
+		if p != nil {
+			out[i] = *p
+		}
+	}
+	*l = out
+	return nil
+}
+
+// parseNumbers parses a flat JSON array of numbers and nulls (null → NaN).
+func parseNumbers(b []byte) ([]float64, bool) {
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return nil, false
+	}
+	body := bytes.TrimSpace(b[1 : len(b)-1])
+	out := make([]float64, 0, bytes.Count(body, []byte{','})+1)
+	if len(body) == 0 {
+		return out, true
+	}
+	for len(body) > 0 {
+		tok := body
+		if k := bytes.IndexByte(body, ','); k >= 0 {
+			tok, body = body[:k], body[k+1:]
+			if len(bytes.TrimSpace(body)) == 0 {
+				return nil, false // trailing comma
+			}
+		} else {
+			body = nil
+		}
+		tok = bytes.TrimSpace(tok)
+		if string(tok) == "null" {
+			out = append(out, math.NaN())
+			continue
+		}
+		if len(tok) == 0 || !(tok[0] == '-' || tok[0] >= '0' && tok[0] <= '9') || !json.Valid(tok) {
+			return nil, false
+		}
+		v, err := strconv.ParseFloat(string(tok), 64)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, v)
+	}
+	return out, true
+}
+
+// parseIDs parses a JSON array of non-negative integers that fit int32.
+func parseIDs(b []byte) ([]int32, bool) {
+	i := 0
+	space := func() {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+			i++
+		}
+	}
+	space()
+	if i == len(b) || b[i] != '[' {
+		return nil, false
+	}
+	i++
+	space()
+	out := make([]int32, 0, bytes.Count(b, []byte{','})+1)
+	if i < len(b) && b[i] == ']' {
+		i++
+		space()
+		return out, i == len(b)
+	}
+	for {
+		start, v := i, int64(0)
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' && i-start < 11 {
+			v = v*10 + int64(b[i]-'0')
+			i++
+		}
+		if i == start || v > math.MaxInt32 || (b[start] == '0' && i-start > 1) {
+			return nil, false
+		}
+		out = append(out, int32(v))
+		space()
+		if i == len(b) {
+			return nil, false
+		}
+		switch b[i] {
+		case ']':
+			i++
+			space()
+			return out, i == len(b)
+		case ',':
+			i++
+			space()
+		default:
+			return nil, false
+		}
+	}
 }
 
 // Generate sends one completions request (retried across endpoints on
@@ -279,25 +412,25 @@ func convert(base string, cr *completionResponse, n int) (*generation.Response, 
 		return nil, bad("asked for %d choices, got %d", n, len(cr.Choices))
 	}
 	sort.SliceStable(cr.Choices, func(i, j int) bool { return cr.Choices[i].Index < cr.Choices[j].Index })
-	r := &generation.Response{Endpoint: base, PromptIDs: cr.PromptIDs, Samples: make([]generation.Sample, n)}
+	r := &generation.Response{Endpoint: base, PromptIDs: []int32(cr.PromptIDs), Samples: make([]generation.Sample, n)}
 	for i, c := range cr.Choices {
 		if c.Index != i {
 			return nil, bad("choice indices are not 0..%d", n-1)
 		}
-		s := generation.Sample{Text: c.Text, TokenIDs: c.TokenIDs}
+		s := generation.Sample{Text: c.Text, TokenIDs: []int32(c.TokenIDs)}
 		if c.FinishReason != nil {
 			s.FinishReason = *c.FinishReason
 		}
 		if r.PromptIDs == nil && c.PromptIDs != nil {
-			r.PromptIDs = c.PromptIDs
+			r.PromptIDs = []int32(c.PromptIDs)
 		}
 		if c.Logprobs != nil {
 			s.Logprobs = make([]float32, len(c.Logprobs.TokenLogprobs))
 			for j, lp := range c.Logprobs.TokenLogprobs {
-				if lp == nil {
+				if math.IsNaN(lp) {
 					return nil, bad("choice %d: token_logprobs[%d] is null", i, j)
 				}
-				s.Logprobs[j] = float32(*lp)
+				s.Logprobs[j] = float32(lp)
 			}
 			if s.TokenIDs != nil && len(s.Logprobs) != len(s.TokenIDs) {
 				return nil, bad("choice %d: %d token ids but %d logprobs", i, len(s.TokenIDs), len(s.Logprobs))

@@ -145,7 +145,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request, m *Model
 		writeError(w, e)
 		return
 	}
-	if _, e := s.resolveModel(m, req.Model); e != nil {
+	if _, e := m.resolveModel(req.Model); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -197,7 +197,7 @@ func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request, m *Mod
 		writeError(w, e)
 		return
 	}
-	if _, e := s.resolveModel(m, req.Model); e != nil {
+	if _, e := m.resolveModel(req.Model); e != nil {
 		writeError(w, e)
 		return
 	}

@@ -142,7 +142,7 @@ func (s *Server) prepareChat(m *Model, req *chatRequest) (job, string, *apiError
 			return job{}, "", badRequest("top_logprobs", "top_logprobs requires logprobs: true")
 		}
 	}
-	adapter, e := s.resolveModel(m, req.Model)
+	adapter, e := m.resolveModel(req.Model)
 	if e != nil {
 		return job{}, "", e
 	}

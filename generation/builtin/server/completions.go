@@ -59,7 +59,7 @@ type prepared struct {
 }
 
 // resolveModel maps a request's "model" to an adapter name ("" = base).
-func (s *Server) resolveModel(m *Model, name string) (string, *apiError) {
+func (m *Model) resolveModel(name string) (string, *apiError) {
 	if name != "" && slices.Contains(m.Engine.Adapters(), name) {
 		return name, nil
 	}
@@ -103,7 +103,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, m *Mo
 		writeError(w, e)
 		return
 	}
-	pr, e := s.prepareCompletion(m, &req)
+	pr, e := prepareCompletion(m, &req)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -138,12 +138,12 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request, m *Mo
 	writeJSON(w, http.StatusOK, resp)
 }
 
-func (s *Server) prepareCompletion(m *Model, req *completionRequest) (*prepared, *apiError) {
+func prepareCompletion(m *Model, req *completionRequest) (*prepared, *apiError) {
 	p, e := req.validate()
 	if e != nil {
 		return nil, e
 	}
-	adapter, e := s.resolveModel(m, req.Model)
+	adapter, e := m.resolveModel(req.Model)
 	if e != nil {
 		return nil, e
 	}
