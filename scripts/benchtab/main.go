@@ -21,6 +21,10 @@ func main() {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		if p, ok := strings.CutPrefix(line, "== scripts/bench.d/"); ok {
+			pkg = "peer " + strings.TrimSuffix(p, ".sh") // a peer script's lines follow
+			continue
+		}
 		if p, ok := strings.CutPrefix(line, "pkg: "); ok {
 			pkg = strings.TrimPrefix(p, "github.com/troupe-rl/troupe/")
 			continue
