@@ -14,7 +14,7 @@ FUZZTIME   ?= 10s
 # fallbacks. Set SIMD= to build without it.
 SIMD       ?= simd
 
-.PHONY: help build demo test test-unit lint test-integration bench fuzz deps clean
+.PHONY: help build demo ablations test test-unit lint test-integration bench fuzz deps clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -24,6 +24,9 @@ build: ## build bin/troupe
 
 demo: deps build ## the embedded CPU demo: tiny model, troupe serve, AT-GRPO on Plan-Path, report
 	@scripts/demo.sh
+
+ablations: deps build ## the paper's ablations at toy scale on the embedded engine, with a comparison report
+	@scripts/ablations.sh
 
 deps: ## install the toolchain pieces the tests need (gcc for -race)
 	@scripts/deps.sh

@@ -5,13 +5,6 @@ import (
 	"testing"
 )
 
-// TestShippedConfigsLoad loads every config in this folder.
-func TestShippedConfigsLoad(t *testing.T) {
-	if _, err := Load("planpath-tiny.yaml"); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestAlphaHasOneOwner: env.alpha sets the learner's reward mix, and
 // learner.alpha is no key.
 func TestAlphaHasOneOwner(t *testing.T) {

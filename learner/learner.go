@@ -88,8 +88,9 @@ type Config struct {
 	Model string `yaml:"model,omitempty"`
 	// Seed for adapter initialisation. Default 1.
 	Seed uint64 `yaml:"seed"`
-	// Grouping is tree (AT-GRPO: problem, turn, role) or no_tree (GRPO
-	// baseline: problem). Default tree.
+	// Grouping is tree (AT-GRPO: problem, turn, role), no_tree (GRPO
+	// baseline: problem), or the ablations agent (problem, role: pools
+	// turns) and turn (problem, turn: pools roles). Default tree.
 	Grouping string `yaml:"grouping"`
 	// Alpha weights the team reward: reward = α·team + (1−α)·local. It is
 	// not a key of this section: env.alpha owns it, and the experiment
@@ -166,8 +167,8 @@ func (c *Config) Validate() error {
 		return config.Errorf("micro_batch_tokens", "must be ≥ 16, got %d", c.MicroBatchTokens)
 	case c.StepTimeout <= 0:
 		return config.Errorf("step_timeout", "must be > 0, got %v", c.StepTimeout)
-	case c.Grouping != string(atgrpo.Tree) && c.Grouping != string(atgrpo.NoTree):
-		return config.Errorf("grouping", "must be tree or no_tree, got %q", c.Grouping)
+	case !slices.Contains(atgrpo.Modes, atgrpo.Mode(c.Grouping)):
+		return config.Errorf("grouping", "must be tree, no_tree, agent or turn, got %q", c.Grouping)
 	case !(c.DropLowestMean >= 0 && c.DropLowestMean < 1):
 		return config.Errorf("drop_lowest_mean", "must be in [0, 1), got %v", c.DropLowestMean)
 	case c.KeepCheckpoints < 1:

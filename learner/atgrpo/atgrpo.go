@@ -37,6 +37,7 @@ package atgrpo
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -48,7 +49,16 @@ const (
 	Tree Mode = "tree"
 	// NoTree groups by problem id only: the GRPO baseline.
 	NoTree Mode = "no_tree"
+	// AgentWise groups by (problem id, role), pooling turns: the paper's
+	// agent-wise-only ablation.
+	AgentWise Mode = "agent"
+	// TurnWise groups by (problem id, turn), pooling roles: the paper's
+	// turn-wise-only ablation.
+	TurnWise Mode = "turn"
 )
+
+// Modes lists the grouping modes.
+var Modes = []Mode{Tree, NoTree, AgentWise, TurnWise}
 
 // DefaultEpsilon is the ε in A = (r − mean)/(std + ε).
 const DefaultEpsilon = 1e-6
@@ -63,7 +73,8 @@ type Sample struct {
 	TeamReward  float64
 }
 
-// Key identifies a group. In NoTree mode Turn is -1 and Role is "".
+// Key identifies a group. A coordinate the mode pools over is Turn -1 or
+// Role "".
 type Key struct {
 	ProblemID string
 	Turn      int
@@ -71,17 +82,26 @@ type Key struct {
 }
 
 func (k Key) String() string {
-	if k.Turn < 0 && k.Role == "" {
+	switch {
+	case k.Turn < 0 && k.Role == "":
 		return k.ProblemID
+	case k.Turn < 0:
+		return fmt.Sprintf("%s/%s", k.ProblemID, k.Role)
+	case k.Role == "":
+		return fmt.Sprintf("%s/t%d", k.ProblemID, k.Turn)
 	}
 	return fmt.Sprintf("%s/t%d/%s", k.ProblemID, k.Turn, k.Role)
 }
 
-// GroupKey returns the group key of s under mode (NoTree for NoTree, Tree
-// for anything else).
+// GroupKey returns the group key of s under mode ("" means Tree).
 func GroupKey(mode Mode, s Sample) Key {
-	if mode == NoTree {
+	switch mode {
+	case NoTree:
 		return Key{ProblemID: s.ProblemID, Turn: -1}
+	case AgentWise:
+		return Key{ProblemID: s.ProblemID, Turn: -1, Role: s.Role}
+	case TurnWise:
+		return Key{ProblemID: s.ProblemID, Turn: s.Turn}
 	}
 	return Key{ProblemID: s.ProblemID, Turn: s.Turn, Role: s.Role}
 }
@@ -110,8 +130,8 @@ type Options struct {
 // Validate checks the options.
 func (o Options) Validate() error {
 	switch {
-	case o.Mode != "" && o.Mode != Tree && o.Mode != NoTree:
-		return fmt.Errorf("atgrpo: mode must be %q or %q, got %q", Tree, NoTree, o.Mode)
+	case o.Mode != "" && !slices.Contains(Modes, o.Mode):
+		return fmt.Errorf("atgrpo: mode must be one of %v, got %q", Modes, o.Mode)
 	case !(o.Alpha >= 0 && o.Alpha <= 1):
 		return fmt.Errorf("atgrpo: alpha must be in [0, 1], got %v", o.Alpha)
 	case o.Epsilon < 0 || math.IsNaN(o.Epsilon):

@@ -16,11 +16,51 @@ func TestGroupKey(t *testing.T) {
 		{Tree, Key{"p1", 2, "coder"}},
 		{"", Key{"p1", 2, "coder"}},
 		{NoTree, Key{"p1", -1, ""}},
+		{AgentWise, Key{"p1", -1, "coder"}},
+		{TurnWise, Key{"p1", 2, ""}},
 	}
 	for _, tc := range tests {
 		if got := GroupKey(tc.mode, s); got != tc.want {
 			t.Errorf("GroupKey(%q) = %v, want %v", tc.mode, got, tc.want)
 		}
+	}
+}
+
+// TestAblationGroupings: agent-wise grouping pools a role's turns, turn-wise
+// pools a turn's roles, and neither ever merges two problems.
+func TestAblationGroupings(t *testing.T) {
+	samples := []Sample{
+		{ProblemID: "a", Turn: 0, Role: "tool"}, {ProblemID: "a", Turn: 1, Role: "tool"},
+		{ProblemID: "a", Turn: 0, Role: "plan"}, {ProblemID: "a", Turn: 1, Role: "plan"},
+		{ProblemID: "b", Turn: 0, Role: "tool"}, {ProblemID: "b", Turn: 1, Role: "tool"},
+	}
+	count := func(mode Mode) map[string]int {
+		out := map[string]int{}
+		for _, s := range samples {
+			out[GroupKey(mode, s).String()]++
+		}
+		return out
+	}
+	want := map[Mode]map[string]int{
+		AgentWise: {"a/tool": 2, "a/plan": 2, "b/tool": 2},
+		TurnWise:  {"a/t0": 2, "a/t1": 2, "b/t0": 1, "b/t1": 1},
+		Tree:      {"a/t0/tool": 1, "a/t1/tool": 1, "a/t0/plan": 1, "a/t1/plan": 1, "b/t0/tool": 1, "b/t1/tool": 1},
+		NoTree:    {"a": 4, "b": 2},
+	}
+	for mode, w := range want {
+		got := count(mode)
+		if len(got) != len(w) {
+			t.Errorf("%s: groups %v, want %v", mode, got, w)
+			continue
+		}
+		for k, n := range w {
+			if got[k] != n {
+				t.Errorf("%s: groups %v, want %v", mode, got, w)
+			}
+		}
+	}
+	if err := (Options{Mode: "both"}).Validate(); err == nil {
+		t.Error("unknown mode accepted")
 	}
 }
 
