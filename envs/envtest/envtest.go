@@ -531,3 +531,30 @@ func CheckGolden(t *testing.T, name string, seed int64, deps envs.Deps, path str
 	}
 	Golden(t, path, Transcript(task, steps), update)
 }
+
+// FuzzPlanAnswer fuzzes the plan agent's answer parsing of environment
+// name through Step (single-agent mode, seed 1): any text must give an
+// Outcome that encodes as JSON, never an error or a panic.
+func FuzzPlanAnswer(f *testing.F, name string, seeds ...string) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	cfg := envs.DefaultConfig(name)
+	cfg.Mode = envs.ModeSingle
+	e, err := envs.New(name, cfg, envs.Deps{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := e.Reset(1); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out, err := e.Clone().Step(context.Background(), "plan", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := json.Marshal(out); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

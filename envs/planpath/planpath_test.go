@@ -202,28 +202,7 @@ func TestGolden(t *testing.T) {
 }
 
 func FuzzParseAnswer(f *testing.F) {
-	for _, s := range []string{"#### [\"U\",\"R\"]", "#### ['u', 'r']", "#### up, right", "#### RRDD", "```\n#### [U]\n```", "####", "#### [[[[", "#### [\"U\"]] trailing"} {
-		f.Add(s)
-	}
-	cfg := envs.DefaultConfig("planpath")
-	cfg.Mode = envs.ModeSingle
-	e, err := envs.New("planpath", cfg, envs.Deps{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	if err := e.Reset(1); err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		c := e.Clone()
-		out, err := c.Step(context.Background(), "plan", s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := json.Marshal(out); err != nil {
-			t.Fatal(err)
-		}
-	})
+	envtest.FuzzPlanAnswer(f, "planpath", "#### [\"U\",\"R\"]", "#### ['u', 'r']", "#### up, right", "#### RRDD", "```\n#### [U]\n```", "####", "#### [[[[", "#### [\"U\"]] trailing")
 }
 
 func BenchmarkGenerate(b *testing.B) {

@@ -210,27 +210,7 @@ func TestGolden(t *testing.T) {
 }
 
 func FuzzParseAnswer(f *testing.F) {
-	for _, s := range []string{"#### [\"U\",\"R\"]", "#### ['u', 'r']", "#### up, right", "#### RRDD", "####\n```json\n[\"L\"]\n```", "####", "#### ((("} {
-		f.Add(s)
-	}
-	cfg := envs.DefaultConfig("sokoban")
-	cfg.Mode = envs.ModeSingle
-	e, err := envs.New("sokoban", cfg, envs.Deps{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	if err := e.Reset(1); err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		out, err := e.Clone().Step(context.Background(), "plan", s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := json.Marshal(out); err != nil {
-			t.Fatal(err)
-		}
-	})
+	envtest.FuzzPlanAnswer(f, "sokoban", "#### [\"U\",\"R\"]", "#### ['u', 'r']", "#### up, right", "#### RRDD", "####\n```json\n[\"L\"]\n```", "####", "#### (((")
 }
 
 func BenchmarkGenerate(b *testing.B) {

@@ -217,27 +217,7 @@ func TestGolden(t *testing.T) {
 }
 
 func FuzzParseGrid(f *testing.F) {
-	for _, s := range []string{"#### [[1,2,3,4],[3,4,1,2],[2,1,4,3],[4,3,2,1]]", "#### [[0,1,2]]", "#### ['1','2']", "#### [1,2,3]", "#### [[[", "#### [[1,2,3,4,5,6,7,8,9,10]]", "#### [[-1,0,99]]"} {
-		f.Add(s)
-	}
-	cfg := envs.DefaultConfig("sudoku")
-	cfg.Mode = envs.ModeSingle
-	e, err := envs.New("sudoku", cfg, envs.Deps{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	if err := e.Reset(1); err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		out, err := e.Clone().Step(context.Background(), "plan", s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := json.Marshal(out); err != nil {
-			t.Fatal(err)
-		}
-	})
+	envtest.FuzzPlanAnswer(f, "sudoku", "#### [[1,2,3,4],[3,4,1,2],[2,1,4,3],[4,3,2,1]]", "#### [[0,1,2]]", "#### ['1','2']", "#### [1,2,3]", "#### [[[", "#### [[1,2,3,4,5,6,7,8,9,10]]", "#### [[-1,0,99]]")
 }
 
 func BenchmarkGenerate(b *testing.B) {
