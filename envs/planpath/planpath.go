@@ -46,12 +46,9 @@ func init() { envs.Register("planpath", New) }
 
 // New is the registered factory.
 func New(cfg envs.Config, deps envs.Deps) (envs.Env, error) {
-	size := cfg.Size
-	if size == 0 {
-		size = DefaultSize
-	}
-	if size < 2 || size > 40 {
-		return nil, config.Errorf("size", "planpath supports sizes 2 to 40, got %d", size)
+	size, err := stateful.GridSize(cfg, "planpath", DefaultSize, 2, 40)
+	if err != nil {
+		return nil, err
 	}
 	pc := cfg.PlanPath
 	if pc.MinDistance > 2*(size-1) {

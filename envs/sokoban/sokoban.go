@@ -40,7 +40,6 @@ import (
 	"github.com/troupe-rl/troupe/envs/internal/parse"
 	"github.com/troupe-rl/troupe/envs/internal/rng"
 	"github.com/troupe-rl/troupe/envs/internal/stateful"
-	"github.com/troupe-rl/troupe/internal/config"
 )
 
 // DefaultSize is the room side when env.size is 0.
@@ -56,12 +55,9 @@ func init() { envs.Register("sokoban", New) }
 
 // New is the registered factory.
 func New(cfg envs.Config, deps envs.Deps) (envs.Env, error) {
-	size := cfg.Size
-	if size == 0 {
-		size = DefaultSize
-	}
-	if size < 5 || size > 12 {
-		return nil, config.Errorf("size", "sokoban supports sizes 5 to 12, got %d", size)
+	size, err := stateful.GridSize(cfg, "sokoban", DefaultSize, 5, 12)
+	if err != nil {
+		return nil, err
 	}
 	sc := cfg.Sokoban
 	spec := &stateful.Spec{

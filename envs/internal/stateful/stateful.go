@@ -28,6 +28,7 @@ import (
 
 	"github.com/troupe-rl/troupe/envs"
 	"github.com/troupe-rl/troupe/envs/internal/parse"
+	"github.com/troupe-rl/troupe/internal/config"
 	"github.com/troupe-rl/troupe/sandbox"
 )
 
@@ -365,4 +366,17 @@ func (e *Env) Prompt(role string) (envs.Prompt, error) {
 		}
 	}
 	return envs.Prompt{System: sys.String(), User: user.String()}, nil
+}
+
+// GridSize returns env.size, or def when it is 0, checked against [lo, hi]
+// (an error naming the key otherwise).
+func GridSize(cfg envs.Config, name string, def, lo, hi int) (int, error) {
+	size := cfg.Size
+	if size == 0 {
+		size = def
+	}
+	if size < lo || size > hi {
+		return 0, config.Errorf("size", "%s supports sizes %d to %d, got %d", name, lo, hi, size)
+	}
+	return size, nil
 }
