@@ -94,15 +94,18 @@ func TestDecodeMatchesRecompute(t *testing.T) {
 		topP float64
 		topK int
 		n    int
+		max  int // tokens to decode; past 64 the cache regrows (more than once by 150)
 	}
-	cases := []tc{{"qwen3", 0, 0, 0, 1}, {"qwen3", 0.8, 0.9, 0, 3}, {"llama", 1.3, 0, 5, 2}, {"qwen2", 0.5, 0.7, 20, 2}}
+	cases := []tc{{"qwen3", 0, 0, 0, 1, 20}, {"qwen3", 0.8, 0.9, 0, 3, 20}, {"llama", 1.3, 0, 5, 2, 20}, {"qwen2", 0.5, 0.7, 20, 2, 20},
+		{"qwen3", 0, 0, 0, 1, 150}, {"llama", 0.9, 0, 0, 2, 150}}
 	for _, c := range cases {
 		t.Run(c.arch, func(t *testing.T) {
 			cfg := tinyConfig(c.arch)
+			cfg.MaxPositionEmbeddings = max(cfg.MaxPositionEmbeddings, 9+c.max)
 			w := randomWeights(cfg, 2)
 			e := newTestEngine(t, cfg, w, Options{})
 			pr := prompt(9, cfg.VocabSize, 1)
-			res, err := e.Generate(context.Background(), &Request{Prompt: pr, N: c.n, MaxTokens: 20, Temperature: c.temp, TopP: c.topP, TopK: c.topK, Seed: seedp(5)})
+			res, err := e.Generate(context.Background(), &Request{Prompt: pr, N: c.n, MaxTokens: c.max, Temperature: c.temp, TopP: c.topP, TopK: c.topK, Seed: seedp(5)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +114,7 @@ func TestDecodeMatchesRecompute(t *testing.T) {
 			}
 			var maxDiff float64
 			for _, s := range res.Samples {
-				if len(s.Tokens) != 20 || s.FinishReason != "length" {
+				if len(s.Tokens) != c.max || s.FinishReason != "length" {
 					t.Fatalf("sample has %d tokens, reason %q", len(s.Tokens), s.FinishReason)
 				}
 				full := append(slices.Clone(pr), s.Tokens...)

@@ -51,8 +51,11 @@ func (s *seqKV) reserve(n, kvd, limit int) {
 		newCap := max(own, min(max(2*c, 64), limit-s.prefixLen()))
 		buf := make([]float32, 2*L*newCap*kvd)
 		for l := range L {
-			k := buf[(2*l)*newCap*kvd : (2*l+1)*newCap*kvd]
-			v := buf[(2*l+1)*newCap*kvd : (2*l+2)*newCap*kvd]
+			// Full slice expressions: each layer's capacity ends where the
+			// next region starts, so growth is detected by cap and never
+			// spills into a neighbour.
+			k := buf[(2*l)*newCap*kvd : (2*l+1)*newCap*kvd : (2*l+1)*newCap*kvd]
+			v := buf[(2*l+1)*newCap*kvd : (2*l+2)*newCap*kvd : (2*l+2)*newCap*kvd]
 			copy(k, s.own.k[l])
 			copy(v, s.own.v[l])
 			s.own.k[l], s.own.v[l] = k[:0], v[:0]
