@@ -23,6 +23,12 @@ type Config struct {
 	// Mode is multi (tool agent then plan agent) or single (the plan agent
 	// alone). Default multi.
 	Mode string `yaml:"mode"`
+	// Prompt is the prompt style: full (default: the role, the rules and the
+	// board, as PettingLLMs words them) or brief (the role and the answer
+	// format in one line each, then the board: for tiny models trained from
+	// scratch, such as the embedded demo's, where the rules are only tokens
+	// to attend past; about a third of the full prompt's length).
+	Prompt string `yaml:"prompt"`
 	// ParsePenalty is the local reward of a completion with no usable answer
 	// or tool action list (default -2).
 	ParsePenalty float64 `yaml:"parse_penalty"`
@@ -42,6 +48,12 @@ const (
 	ModeSingle = "single"
 )
 
+// The prompt styles Config.Prompt accepts.
+const (
+	PromptFull  = "full"
+	PromptBrief = "brief"
+)
+
 // DefaultConfig returns the defaults for environment name.
 func DefaultConfig(name string) Config {
 	var c Config
@@ -55,6 +67,7 @@ func (c *Config) SetDefaults() {
 	c.MaxTurns = 4
 	c.Alpha = 0.7
 	c.Mode = ModeMulti
+	c.Prompt = PromptFull
 	c.ParsePenalty = -2
 	c.MaxActions = 400
 }
@@ -70,6 +83,8 @@ func (c *Config) Validate() error {
 		return config.Errorf("max_turns", "must be ≥ 1, got %d", c.MaxTurns)
 	case !(c.Alpha >= 0 && c.Alpha <= 1):
 		return config.Errorf("alpha", "must be in [0, 1], got %v", c.Alpha)
+	case c.Prompt != PromptFull && c.Prompt != PromptBrief:
+		return config.Errorf("prompt", "must be %q or %q, got %q", PromptFull, PromptBrief, c.Prompt)
 	case c.Mode != ModeMulti && c.Mode != ModeSingle:
 		return config.Errorf("mode", "must be multi or single, got %q", c.Mode)
 	case c.MaxActions < 1:

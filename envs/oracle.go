@@ -3,20 +3,27 @@ package envs
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // OracleText is the completion an oracle writes for role given the
-// solver's answer (Solver.Solve): the role named "tool" writes a Python
-// program that prints the action list; every other role reasons briefly and
-// answers after "####". It is text that goes through the same parse path as
-// a model's: the supervised demonstrations of `troupe sft` and the oracle
-// policy of envtest are both this text.
+// solver's answer (Solver.Solve): the role named "tool" writes a one-line
+// Python program that prints the action list; every other role answers
+// after "####". It is text that goes through the same parse path as a
+// model's: the supervised demonstrations of `troupe sft` and the oracle
+// policy of envtest are both this text. It is kept short because every
+// token of it is a token a tiny warm-started model must learn to write and
+// the learner must train on.
 func OracleText(role, answer string) string {
 	if role == "tool" {
-		return "I search the state space with BFS; here the result is precomputed.\n\n```python\nimport sys\n\nboard = sys.stdin.read()\nactions = " +
-			answer + "\nprint(\"**Actions List**:\", actions if isinstance(actions, str) else __import__('json').dumps(actions))\n```\n"
+		return "```python\nprint(" + pyString("**Actions List**: "+answer) + ")\n```\n"
 	}
-	return "I checked the tool agent's actions against the board and the rules; they solve the puzzle.\n\n#### " + answer + "\n"
+	return "#### " + answer + "\n"
+}
+
+// pyString quotes s as a single-quoted Python string literal.
+func pyString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`, "\n", `\n`).Replace(s) + "'"
 }
 
 // Oracle returns OracleText for role from e's solver in its current state.

@@ -48,4 +48,16 @@ func TestSFTCorpus(t *testing.T) {
 	if n := strings.Count(string(data), "<|im_start|>assistant\n"); n != 3 || strings.Count(string(data), "#### [") != 3 {
 		t.Errorf("corpus has %d prompts, want 3 with answers:\n%.400s", n, data)
 	}
+	// sft.modes adds the multi-agent team's demonstrations (the tool agent's
+	// run in the sandbox) to a single-agent config's.
+	if _, stderr, code := runCLI("sft", cfg, "sft.modes=[single,multi]", "--corpus", out); code != 0 {
+		t.Fatalf("modes [single, multi]: exit %d: %s", code, stderr)
+	}
+	if data, err = os.ReadFile(out); err != nil {
+		t.Fatal(err)
+	}
+	if n, tool := strings.Count(string(data), "<|im_start|>assistant\n"), strings.Count(string(data), "```python\nprint("); n != 9 || tool != 6 {
+		// 6: each tool program is a completion and is quoted in the plan agent's prompt.
+		t.Errorf("modes [single, multi]: %d prompts and %d tool programs, want 9 and 6:\n%.600s", n, tool, data)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 
 	"github.com/troupe-rl/troupe/configs"
 	"github.com/troupe-rl/troupe/envs"
@@ -61,7 +62,7 @@ func openTasks(env *cliEnv, cfg *configs.Experiment) (*experiment, error) {
 	e := &experiment{cfg: cfg, log: env.log}
 	// Build one environment now so that an unknown name or bad knob fails
 	// before any server is contacted.
-	if cfg.Env.Mode == envs.ModeMulti {
+	if cfg.Env.Mode == envs.ModeMulti || slices.Contains(cfg.SFT.Modes, envs.ModeMulti) {
 		sb, err := sandbox.New(cfg.Sandbox, env.log)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)

@@ -517,7 +517,14 @@ func CheckTeams(t *testing.T, name string, deps envs.Deps) {
 // the transcript with the golden file at path (rewritten when update).
 func CheckGolden(t *testing.T, name string, seed int64, deps envs.Deps, path string, update bool) {
 	t.Helper()
-	e, err := envs.New(name, envs.DefaultConfig(name), deps)
+	CheckGoldenConfig(t, envs.DefaultConfig(name), seed, deps, path, update)
+}
+
+// CheckGoldenConfig is CheckGolden with a given config (cfg.Name names
+// the environment).
+func CheckGoldenConfig(t *testing.T, cfg envs.Config, seed int64, deps envs.Deps, path string, update bool) {
+	t.Helper()
+	e, err := envs.New(cfg.Name, cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

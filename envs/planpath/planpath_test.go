@@ -201,6 +201,16 @@ func TestGolden(t *testing.T) {
 	envtest.CheckGolden(t, "planpath", 7, deps(t), "testdata/oracle.golden", *update)
 }
 
+// TestGoldenBrief pins env.prompt: brief (the demo's prompts) on a 4×4
+// grid, in both modes.
+func TestGoldenBrief(t *testing.T) {
+	for _, mode := range []string{envs.ModeMulti, envs.ModeSingle} {
+		cfg := envs.DefaultConfig("planpath")
+		cfg.Size, cfg.Prompt, cfg.Mode = 4, envs.PromptBrief, mode
+		envtest.CheckGoldenConfig(t, cfg, 7, deps(t), "testdata/brief-"+mode+".golden", *update)
+	}
+}
+
 func FuzzParseAnswer(f *testing.F) {
 	envtest.FuzzPlanAnswer(f, "planpath", "#### [\"U\",\"R\"]", "#### ['u', 'r']", "#### up, right", "#### RRDD", "```\n#### [U]\n```", "####", "#### [[[[", "#### [\"U\"]] trailing")
 }

@@ -2,6 +2,9 @@ package sft
 
 import (
 	"fmt"
+	"slices"
+
+	"github.com/troupe-rl/troupe/envs"
 
 	"github.com/troupe-rl/troupe/internal/config"
 )
@@ -40,6 +43,11 @@ type Config struct {
 	// Full trains all weights instead of a LoRA adapter. Not supported yet:
 	// the learner's GoMLX model keeps base weights frozen.
 	Full bool `yaml:"full"`
+	// Modes are the env modes (single, multi) whose oracle episodes are
+	// demonstrated, each on the same seeds; default: env.mode only. A warm
+	// start that both single-agent and multi-agent training begin from (the
+	// demo's baselines) demonstrates both. Evaluation uses env.mode.
+	Modes []string `yaml:"modes"`
 	// Merge also writes the base model with the adapter merged into its
 	// weights (W + scaling·B·A) to runs/<name>/sft/model, for RL to start
 	// from with fresh adapters. Default true.
@@ -73,7 +81,28 @@ func (c *Config) Validate() error {
 	case c.Full:
 		return config.Errorf("full", "full fine-tuning is not supported yet (the learner trains LoRA adapters on frozen base weights); use LoRA with merge: true")
 	}
+	for i, m := range c.Modes {
+		if m != envs.ModeSingle && m != envs.ModeMulti {
+			return config.Errorf(fmt.Sprintf("modes[%d]", i), "must be %q or %q, got %q", envs.ModeSingle, envs.ModeMulti, m)
+		}
+		if slices.Index(c.Modes, m) != i {
+			return config.Errorf(fmt.Sprintf("modes[%d]", i), "%q is listed twice", m)
+		}
+	}
 	return nil
+}
+
+// EnvConfigs returns env once per demonstrated mode (see Modes).
+func (c *Config) EnvConfigs(env envs.Config) []envs.Config {
+	if len(c.Modes) == 0 {
+		return []envs.Config{env}
+	}
+	out := make([]envs.Config, len(c.Modes))
+	for i, m := range c.Modes {
+		out[i] = env
+		out[i].Mode = m
+	}
+	return out
 }
 
 // String is a short description for logs.

@@ -126,9 +126,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	demos, err := Demonstrations(ctx, o.Env, o.Deps, enc, TrainSeeds(o.Seed, c.Seeds), 4)
-	if err != nil {
-		return nil, err
+	var demos []Demo
+	for _, env := range c.EnvConfigs(o.Env) {
+		d, err := Demonstrations(ctx, env, o.Deps, enc, TrainSeeds(o.Seed, c.Seeds), 4)
+		if err != nil {
+			return nil, err
+		}
+		demos = append(demos, d...)
 	}
 	res := &Result{Demos: len(demos), AdapterDir: filepath.Join(o.OutDir, "adapter")}
 	examples := make([]learner.Example, len(demos))

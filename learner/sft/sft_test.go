@@ -149,6 +149,7 @@ func TestConfigErrorsNameKeys(t *testing.T) {
 		"steps": func(c *Config) { c.Steps = 0 }, "batch_size": func(c *Config) { c.BatchSize = -1 },
 		"lr": func(c *Config) { c.LR = 2 }, "seeds": func(c *Config) { c.Seeds = 0 },
 		"eval_every": func(c *Config) { c.EvalEvery = -1 }, "full": func(c *Config) { c.Full = true },
+		"modes[1]": func(c *Config) { c.Modes = []string{"multi", "duo"} }, "modes[2]": func(c *Config) { c.Modes = []string{"single", "multi", "single"} },
 	} {
 		var c Config
 		c.SetDefaults()
@@ -157,6 +158,21 @@ func TestConfigErrorsNameKeys(t *testing.T) {
 		if err := c.Validate(); !errors.As(err, &fe) || fe.Field != key {
 			t.Errorf("%s: got %v", key, err)
 		}
+	}
+}
+
+func TestEnvConfigs(t *testing.T) {
+	env := envs.DefaultConfig("planpath")
+	env.Mode, env.Size = envs.ModeSingle, 5
+	var c Config
+	c.SetDefaults()
+	if got := c.EnvConfigs(env); len(got) != 1 || got[0].Mode != envs.ModeSingle {
+		t.Fatalf("no modes: %+v, want env as is", got)
+	}
+	c.Modes = []string{envs.ModeMulti, envs.ModeSingle}
+	got := c.EnvConfigs(env)
+	if len(got) != 2 || got[0].Mode != envs.ModeMulti || got[1].Mode != envs.ModeSingle || got[0].Size != 5 {
+		t.Fatalf("modes [multi single]: %+v", got)
 	}
 }
 

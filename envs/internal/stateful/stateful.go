@@ -340,6 +340,8 @@ func (e *Env) Prompt(role string) (envs.Prompt, error) {
 	multi := len(e.roles) > 1
 	s := e.spec
 	switch {
+	case e.cfg.Prompt == envs.PromptBrief:
+		e.briefSystem(&sys, role, multi)
 	case role == RoleTool:
 		fmt.Fprintf(&sys, "You are the tool agent in a team of two solving a %s puzzle. You write a Python 3 program that solves it; your teammate, the plan agent, sees the program, its output and its action list, and gives the final answer.\n\n", s.Title)
 		fmt.Fprintf(&sys, "Reply with one ```python code block. The program reads the board from standard input (the same text as the board below) and must print exactly one line of the form\n**Actions List**: ANSWER\nwhere ANSWER is %s. Use the standard library only; the program is stopped after %v. A breadth-first search or A* over states finds a shortest solution.", s.Answer, e.cfg.Tool.Timeout)
@@ -349,7 +351,10 @@ func (e *Env) Prompt(role string) (envs.Prompt, error) {
 	default:
 		fmt.Fprintf(&sys, "You are solving a %s puzzle.\n\nThink step by step, then end your reply with one line of the form\n#### ANSWER\nwhere ANSWER is %s.", s.Title, s.Answer)
 	}
-	fmt.Fprintf(&user, "%s\n\nBoard (turn %d of %d):\n%s\n", s.Rules, e.turn+1, e.cfg.MaxTurns, e.game.Board())
+	if e.cfg.Prompt != envs.PromptBrief {
+		user.WriteString(s.Rules + "\n\n")
+	}
+	fmt.Fprintf(&user, "Board (turn %d of %d):\n%s\n", e.turn+1, e.cfg.MaxTurns, e.game.Board())
 	if len(e.history) > 0 {
 		user.WriteString("\nEarlier turns:\n")
 		for _, h := range e.history {
@@ -366,6 +371,20 @@ func (e *Env) Prompt(role string) (envs.Prompt, error) {
 		}
 	}
 	return envs.Prompt{System: sys.String(), User: user.String()}, nil
+}
+
+// briefSystem writes the system prompt of env.prompt: brief, one line for
+// the role and one for the answer format.
+func (e *Env) briefSystem(sys *strings.Builder, role string, multi bool) {
+	s := e.spec
+	switch {
+	case role == RoleTool:
+		fmt.Fprintf(sys, "%s, tool agent: write a Python 3 program that reads the board on stdin and prints the solution.\nReply with one ```python block printing **Actions List**: ANSWER, where ANSWER is %s.", s.Title, s.Answer)
+	case multi:
+		fmt.Fprintf(sys, "%s, plan agent: check the tool agent's actions and fix them if needed.\nEnd with #### ANSWER, where ANSWER is %s.", s.Title, s.Answer)
+	default:
+		fmt.Fprintf(sys, "%s: solve the puzzle.\nEnd with #### ANSWER, where ANSWER is %s.", s.Title, s.Answer)
+	}
 }
 
 // GridSize returns env.size, or def when it is 0, checked against [lo, hi]
