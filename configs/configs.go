@@ -26,6 +26,12 @@ type Experiment struct {
 	RunsDir string `yaml:"runs_dir"`
 	// Iterations is the number of rollout+learn iterations (default 10).
 	Iterations int `yaml:"iterations"`
+	// TrainTokens ends the run after the first iteration at which the
+	// learner has trained on this many completion tokens in all (0: no
+	// limit; iterations still bounds the run). Comparisons "on the same
+	// number of tokens" set it to another run's total, as the demo's
+	// single-agent baseline does.
+	TrainTokens int64 `yaml:"train_tokens"`
 
 	Env        envs.Config       `yaml:"env"`
 	Generation generation.Config `yaml:"generation"`
@@ -85,6 +91,8 @@ func (e *Experiment) Validate() error {
 		return config.Errorf("runs_dir", "must not be empty")
 	case e.Iterations < 1:
 		return config.Errorf("iterations", "must be ≥ 1, got %d", e.Iterations)
+	case e.TrainTokens < 0:
+		return config.Errorf("train_tokens", "must be ≥ 0, got %d", e.TrainTokens)
 	}
 	return nil
 }

@@ -125,9 +125,15 @@ func runExperiment(ctx context.Context, env *cliEnv, exp *experiment) error {
 		return err
 	}
 	evaluated := map[int64]bool{}
+	// stepTokens[s] is the completion tokens learner step s trained on
+	// (train_tokens counts them through each iteration).
+	stepTokens := map[int]int64{}
 	if done != nil {
 		for _, e := range done.Eval {
 			evaluated[e.Iteration] = true
+		}
+		for _, t := range done.Train {
+			stepTokens[t.Step] = int64(t.Tokens)
 		}
 	}
 	metrics, err := learner.OpenMetrics(filepath.Join(runDir, "metrics.jsonl"))
@@ -185,11 +191,16 @@ func runExperiment(ctx context.Context, env *cliEnv, exp *experiment) error {
 		return err
 	}
 
+	// With train_tokens the budget is tokens, and so is the bar.
 	bar := progress.New(env.stderr, "run "+cfg.Name, "iterations", cfg.Iterations)
+	if cfg.TrainTokens > 0 {
+		bar = progress.New(env.stderr, "run "+cfg.Name, "tokens", int(cfg.TrainTokens))
+	}
 	consumed := map[string]bool{}
 	for _, n := range lrn.Consumed() {
 		consumed[n] = true
 	}
+	var ran, trained int64
 	for it := int64(0); it < int64(cfg.Iterations); it++ {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("run: stopped before iteration %d: %w", it, err)
@@ -226,6 +237,7 @@ func runExperiment(ctx context.Context, env *cliEnv, exp *experiment) error {
 			if err := metrics.Write(m); err != nil {
 				return err
 			}
+			stepTokens[m.Step] = int64(m.Tokens)
 			phases["learn"] = time.Since(t1).Seconds()
 			t2 := time.Now()
 			if err := hotSwap(); err != nil {
@@ -240,7 +252,9 @@ func runExperiment(ctx context.Context, env *cliEnv, exp *experiment) error {
 			consumed[name] = true
 			phases["export"] = time.Since(t2).Seconds()
 		}
-		if ((it+1)%int64(cfg.Eval.Every) == 0 || it == int64(cfg.Iterations)-1) && !evaluated[it] {
+		trained += stepTokens[int(it)+1] // iteration it trains step it+1
+		last := it == int64(cfg.Iterations)-1 || (cfg.TrainTokens > 0 && trained >= cfg.TrainTokens)
+		if ((it+1)%int64(cfg.Eval.Every) == 0 || last) && !evaluated[it] {
 			t3 := time.Now()
 			if err := evalAt(it); err != nil {
 				return err
@@ -252,14 +266,25 @@ func runExperiment(ctx context.Context, env *cliEnv, exp *experiment) error {
 				return err
 			}
 		}
-		bar.Set(int(it+1), fmt.Sprintf("step %d", lrn.StepCount()))
+		if cfg.TrainTokens > 0 {
+			bar.Set(int(min(trained, cfg.TrainTokens)), fmt.Sprintf("iteration %d, step %d", it+1, lrn.StepCount()))
+		} else {
+			bar.Set(int(it+1), fmt.Sprintf("step %d", lrn.StepCount()))
+		}
+		ran = it + 1
+		if last {
+			if it < int64(cfg.Iterations)-1 {
+				env.log.Info("run: train_tokens reached", "iteration", it, "tokens", trained, "train_tokens", cfg.TrainTokens)
+			}
+			break
+		}
 	}
 	bar.Finish()
 	res, err := report.Write(ctx, []string{runDir}, report.Options{})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "run %s done: %d iterations, %d learner steps; report: %s\n", cfg.Name, cfg.Iterations, lrn.StepCount(), res.HTML)
+	fmt.Fprintf(env.stdout, "run %s done: %d iterations, %d learner steps, %d completion tokens trained; report: %s\n", cfg.Name, ran, lrn.StepCount(), trained, res.HTML)
 	return nil
 }
 
