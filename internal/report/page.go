@@ -54,9 +54,10 @@ pre.prompt { background:#fbfaf3; }
 
 <h2>Ablation table</h2>
 <table>
-<tr><th>run</th><th>final eval pass@1</th><th>best eval pass@1</th><th>final eval reward</th><th>last train reward</th><th>learner steps</th><th>tokens trained</th><th>wall time</th><th>evals</th></tr>
+<tr><th>run</th><th>before training pass@1</th><th>final eval pass@1</th><th>change (points)</th><th>best eval pass@1</th><th>final eval reward</th><th>last train reward</th><th>learner steps</th><th>tokens trained</th><th>wall time</th><th>evals</th></tr>
 {{range .Views}}<tr><td>{{.Name}}</td>
-{{if .Final}}<td class="n">{{pct .Final.SuccessRate}} <span class="muted">@{{.Final.Step}}</span></td><td class="n">{{pct .Best.SuccessRate}} <span class="muted">@{{.Best.Step}}</span></td><td class="n">{{fmtF .Final.RewardMean}}</td>{{else}}<td>–</td><td>–</td><td>–</td>{{end}}
+<td class="n">{{if .Start}}{{pct .Start.SuccessRate}}{{else}}–{{end}}</td>
+{{if .Final}}<td class="n">{{pct .Final.SuccessRate}} <span class="muted">@{{.Final.Step}}</span></td><td class="n">{{or .Gain "–"}}</td><td class="n">{{pct .Best.SuccessRate}} <span class="muted">@{{.Best.Step}}</span></td><td class="n">{{fmtF .Final.RewardMean}}</td>{{else}}<td>–</td><td>–</td><td>–</td><td>–</td>{{end}}
 <td class="n">{{or .TrainReward "–"}}</td><td class="n">{{.Steps}}</td><td class="n">{{.Tokens}}</td><td class="n">{{.Wall}}</td><td class="n">{{len .Metrics.Eval}}</td></tr>
 {{end}}</table>
 
@@ -68,7 +69,8 @@ pre.prompt { background:#fbfaf3; }
 <h1>troupe run · {{.Name}}</h1>
 <div class="muted">{{.Dir}} · generated {{$.Generated}}</div>
 <div class="cards">
-<div class="card"><div class="k">final eval pass@1</div><div class="v">{{if .Final}}{{pct .Final.SuccessRate}}{{else}}–{{end}}</div></div>
+<div class="card"><div class="k">before training pass@1</div><div class="v">{{if .Start}}{{pct .Start.SuccessRate}}{{else}}–{{end}}</div></div>
+<div class="card"><div class="k">final eval pass@1</div><div class="v">{{if .Final}}{{pct .Final.SuccessRate}}{{else}}–{{end}}</div>{{if .Gain}}<div class="muted">{{.Gain}} points</div>{{end}}</div>
 <div class="card"><div class="k">best eval pass@1</div><div class="v">{{if .Best}}{{pct .Best.SuccessRate}}{{else}}–{{end}}</div>{{if .Best}}<div class="muted">at step {{.Best.Step}}</div>{{end}}</div>
 <div class="card"><div class="k">last train reward</div><div class="v">{{or .TrainReward "–"}}</div></div>
 <div class="card"><div class="k">learner steps</div><div class="v">{{.Steps}}</div></div>

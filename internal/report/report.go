@@ -175,8 +175,10 @@ type figView struct {
 type runView struct {
 	*Run
 	Checks      []Check
+	Start       *EvalRecord // the evaluation before training (step 0), if any
 	Final       *EvalRecord
 	Best        *EvalRecord
+	Gain        string // final − start pass@1 in percentage points, when both exist
 	Steps       int
 	Tokens      int
 	TrainReward string
@@ -213,6 +215,12 @@ func newRunView(r *Run) *runView {
 	if ev := r.Metrics.Eval; len(ev) > 0 {
 		v.Final = &ev[len(ev)-1]
 		v.Best = &ev[0]
+		if ev[0].Step == 0 {
+			v.Start = &ev[0]
+			if len(ev) > 1 {
+				v.Gain = fmt.Sprintf("%+.1f", 100*(v.Final.SuccessRate-v.Start.SuccessRate))
+			}
+		}
 		for i := range ev {
 			if ev[i].SuccessRate > v.Best.SuccessRate {
 				v.Best = &ev[i]
