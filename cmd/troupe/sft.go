@@ -103,9 +103,11 @@ func writeCorpus(ctx context.Context, env *cliEnv, cfg *configs.Experiment, path
 	if err != nil {
 		return err
 	}
-	if err := sft.WriteCorpus(ctx, f, cfg.Env, exp.deps(), exp.render, sft.TrainSeeds(cfg.Seed, cfg.SFT.Seeds)); err != nil {
-		f.Close()
-		return err
+	for _, ec := range cfg.SFT.EnvConfigs(cfg.Env) {
+		if err := sft.WriteCorpus(ctx, f, ec, exp.deps(), exp.render, sft.TrainSeeds(cfg.Seed, cfg.SFT.Seeds)); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	return f.Close()
 }
