@@ -105,6 +105,16 @@ type Solver interface {
 	Solve() (string, error)
 }
 
+// ProgramSolver is implemented by environments whose tool agent can be
+// demonstrated a general solver: a Python program that reads the board on
+// standard input and prints the answer line, the same text for every
+// instance. Oracle writes it for the "tool" role instead of a program that
+// prints a precomputed answer.
+type ProgramSolver interface {
+	// SolverProgram returns the program's source, or "" when there is none.
+	SolverProgram() string
+}
+
 // Task describes one problem instance. It is JSON-serialisable (what
 // `troupe env sample` prints).
 type Task struct {

@@ -8,7 +8,8 @@ import (
 
 // OracleText is the completion an oracle writes for role given the
 // solver's answer (Solver.Solve): the role named "tool" writes a one-line
-// Python program that prints the action list; every other role answers
+// Python program that prints the action list (Oracle writes a general
+// solver instead where the environment has one, see ProgramSolver); every other role answers
 // after "####". It is text that goes through the same parse path as a
 // model's: the supervised demonstrations of `troupe sft` and the oracle
 // policy of envtest are both this text. It is kept short because every
@@ -32,6 +33,11 @@ func Oracle(e Env, role string) (string, error) {
 	s, ok := e.(Solver)
 	if !ok {
 		return "", fmt.Errorf("envs: %T has no solver", e)
+	}
+	if ps, ok := e.(ProgramSolver); ok && role == "tool" {
+		if prog := ps.SolverProgram(); prog != "" {
+			return "```python\n" + strings.TrimRight(prog, "\n") + "\n```\n", nil
+		}
 	}
 	ans, err := s.Solve()
 	if err != nil {

@@ -62,8 +62,9 @@ func New(cfg envs.Config, deps envs.Deps) (envs.Env, error) {
 		Rules: fmt.Sprintf("Plan-Path: move the agent A to the goal G on a %d×%d grid. Rows are numbered from 0 at the top, columns from 0 at the left. "+
 			"'#' is a wall, '.' a free cell. Moves: U (up, row−1), D (down, row+1), L (left, column−1), R (right, column+1). "+
 			"A move into a wall or off the grid fails and the agent stays. Reach G in as few moves as possible.", size, size),
-		Answer: `a JSON list of moves such as ["U","R","R"]`,
-		Fail:   pc.Fail,
+		Answer:  `a JSON list of moves such as ["U","R","R"]`,
+		Fail:    pc.Fail,
+		Program: Program,
 		Generate: func(seed int64) (stateful.Game, int, string, error) {
 			g := Generate(seed, size, pc)
 			return g, g.Shortest, parse.FormatMoves(g.Path()), nil
@@ -71,6 +72,33 @@ func New(cfg envs.Config, deps envs.Deps) (envs.Env, error) {
 	}
 	return stateful.New(spec, cfg, deps)
 }
+
+// Program is the tool agent's demonstration (envs.ProgramSolver): a
+// breadth-first search over the board read from standard input, trying
+// moves in the order U, D, L, R as Game.Path does.
+const Program = `import sys, json
+from collections import deque
+g = [r for r in sys.stdin.read().split("\n") if r and set(r) <= set(".#AG")]
+h, w = len(g), len(g[0])
+for r in range(h):
+    for c in range(w):
+        if g[r][c] == "A": s = (r, c)
+        if g[r][c] == "G": t = (r, c)
+prev = {s: None}
+q = deque([s])
+while q:
+    u = q.popleft()
+    for m, dr, dc in (("U", -1, 0), ("D", 1, 0), ("L", 0, -1), ("R", 0, 1)):
+        v = (u[0] + dr, u[1] + dc)
+        if 0 <= v[0] < h and 0 <= v[1] < w and g[v[0]][v[1]] != "#" and v not in prev:
+            prev[v] = (u, m)
+            q.append(v)
+path = []
+while prev.get(t):
+    t, m = prev[t]
+    path.append(m)
+print("**Actions List**:", json.dumps(path[::-1]))
+`
 
 // Game is one Plan-Path instance and its state.
 type Game struct {

@@ -68,6 +68,10 @@ type Spec struct {
 	Answer string
 	// Fail is added to both rewards on the last step of an unsolved episode.
 	Fail float64
+	// Program is a general solver in Python 3 (reads Board() on stdin,
+	// prints "**Actions List**: ANSWER"), the tool agent's demonstration;
+	// "" for none (see envs.ProgramSolver).
+	Program string
 	// Generate builds the instance for a seed; solutionLen and solution are
 	// the solver's (see envs.Task).
 	Generate func(seed int64) (g Game, solutionLen int, solution string, err error)
@@ -165,6 +169,9 @@ func (e *Env) Solve() (string, error) {
 	}
 	return e.game.Solve()
 }
+
+// SolverProgram implements envs.ProgramSolver.
+func (e *Env) SolverProgram() string { return e.spec.Program }
 
 // Clone implements envs.Env.
 func (e *Env) Clone() envs.Env {
