@@ -25,9 +25,10 @@ type Config struct {
 	Mode string `yaml:"mode"`
 	// Prompt is the prompt style: full (default: the role, the rules and the
 	// board, as PettingLLMs words them) or brief (the role and the answer
-	// format in one line each, then the board: for tiny models trained from
-	// scratch, such as the embedded demo's, where the rules are only tokens
-	// to attend past; about a third of the full prompt's length).
+	// format in one line each, then the board, and for the plan agent the
+	// tool's output and actions without its program: for tiny models trained
+	// from scratch, such as the embedded demo's, where the rules are only
+	// tokens to attend past; about a third of the full prompt's length).
 	Prompt string `yaml:"prompt"`
 	// ParsePenalty is the local reward of a completion with no usable answer
 	// or tool action list (default -2).

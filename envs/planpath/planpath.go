@@ -74,30 +74,26 @@ func New(cfg envs.Config, deps envs.Deps) (envs.Env, error) {
 }
 
 // Program is the tool agent's demonstration (envs.ProgramSolver): a
-// breadth-first search over the board read from standard input, trying
-// moves in the order U, D, L, R as Game.Path does.
-const Program = `import sys, json
-from collections import deque
-g = [r for r in sys.stdin.read().split("\n") if r and set(r) <= set(".#AG")]
-h, w = len(g), len(g[0])
-for r in range(h):
-    for c in range(w):
-        if g[r][c] == "A": s = (r, c)
-        if g[r][c] == "G": t = (r, c)
-prev = {s: None}
-q = deque([s])
-while q:
-    u = q.popleft()
-    for m, dr, dc in (("U", -1, 0), ("D", 1, 0), ("L", 0, -1), ("R", 0, 1)):
-        v = (u[0] + dr, u[1] + dc)
-        if 0 <= v[0] < h and 0 <= v[1] < w and g[v[0]][v[1]] != "#" and v not in prev:
-            prev[v] = (u, m)
-            q.append(v)
-path = []
-while prev.get(t):
-    t, m = prev[t]
-    path.append(m)
-print("**Actions List**:", json.dumps(path[::-1]))
+// breadth-first search over the board read from standard input (the rows
+// are the words made of ".#AG"; cells are numbered row by row), trying moves
+// in the order U, D, L, R as Game.Path does. It is terse because a tiny
+// warm-started model writes every token of it.
+const Program = `import sys,json
+g=[r for r in sys.stdin.read().split()if set(r)<=set(".#AG")]
+n=len(g)
+s=t=0
+for i in range(n*n):
+ if g[i//n][i%n]=="A":s=i
+ if g[i//n][i%n]=="G":t=i
+p={s:""}
+q=[s]
+for u in q:
+ for m,d in("U",-n),("D",n),("L",-1),("R",1):
+  v=u+d
+  if 0<=v<n*n and(d*d>1 or v//n==u//n)and g[v//n][v%n]!="#"and v not in p:
+   p[v]=p[u]+m
+   q.append(v)
+print("**Actions List**:",json.dumps(list(p[t])))
 `
 
 // Game is one Plan-Path instance and its state.

@@ -369,8 +369,14 @@ func (e *Env) Prompt(role string) (envs.Prompt, error) {
 		}
 	}
 	if role == RolePlan && multi && e.tool.set {
-		user.WriteString("\nThe tool agent's program:\n```python\n" + strings.TrimRight(e.tool.code, "\n") + "\n```\n")
-		user.WriteString("Its output:\n```\n" + strings.TrimRight(e.tool.output, "\n") + "\n```\n")
+		if e.cfg.Prompt == envs.PromptBrief {
+			// Brief prompts leave the program out: its output and actions are
+			// what the plan agent acts on.
+			user.WriteString("\nThe tool agent's program printed:\n```\n" + strings.TrimRight(e.tool.output, "\n") + "\n```\n")
+		} else {
+			user.WriteString("\nThe tool agent's program:\n```python\n" + strings.TrimRight(e.tool.code, "\n") + "\n```\n")
+			user.WriteString("Its output:\n```\n" + strings.TrimRight(e.tool.output, "\n") + "\n```\n")
+		}
 		if e.tool.actions != "" {
 			user.WriteString("Its action list: " + e.tool.actions + "\n")
 		} else {
