@@ -1,6 +1,29 @@
-# Sourced by demo.sh and ablations.sh: writes a tiny model (once) and serves
-# it with `troupe serve` on a free 127.0.0.1 port until the script exits.
-# Sets $url (the server root) and $model (the model folder).
+# Sourced by demo.sh and ablations.sh: serves model folders with
+# `troupe serve` on free 127.0.0.1 ports until the script exits.
+
+servers=()
+trap 'for p in "${servers[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null || true' EXIT
+
+# serve_model DIR NAME LOG: serves the model folder DIR as NAME, logging to
+# LOG, and sets $url (the server root) once /health answers.
+serve_model() {
+  local dir=$1 name=$2 log=$3
+  echo "== serving $dir as $name"
+  bin/troupe serve --model "$dir" --addr 127.0.0.1:0 --served-model-name "$name" >"$log" 2>&1 &
+  servers+=($!)
+  url=""
+  for _ in $(seq 1 150); do
+    url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$log" | head -1)
+    [ -n "$url" ] && curl -sf "$url/health" >/dev/null 2>&1 && break
+    url=""
+    sleep 0.2
+  done
+  [ -n "$url" ] || { cat "$log"; echo "troupe serve did not start" >&2; exit 1; }
+  echo "== $name at $url"
+}
+
+# serve_tiny WORK: writes a tiny random model to WORK/model (once) and
+# serves it as "tiny"; sets $url and $model (the model folder).
 serve_tiny() {
   local work=$1
   model=$work/model
@@ -9,16 +32,5 @@ serve_tiny() {
     echo "== writing a tiny model to $model"
     bin/troupe model init --out "$model" --layers 2 --dim 128 --heads 4 --kv-heads 2 --vocab 512 --seed 1 --force
   fi
-  echo "== starting troupe serve"
-  bin/troupe serve --model "$model" --addr 127.0.0.1:0 --served-model-name tiny >"$work/serve.log" 2>&1 &
-  srv=$!
-  trap 'kill $srv 2>/dev/null; wait $srv 2>/dev/null || true' EXIT
-  url=""
-  for _ in $(seq 1 100); do
-    url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$work/serve.log" | head -1)
-    [ -n "$url" ] && curl -sf "$url/health" >/dev/null 2>&1 && break
-    sleep 0.2
-  done
-  [ -n "$url" ] || { cat "$work/serve.log"; echo "troupe serve did not start" >&2; exit 1; }
-  echo "== serving at $url"
+  serve_model "$model" tiny "$work/serve.log"
 }

@@ -22,7 +22,10 @@ shared LoRA adapter (learner.lora_rank, lora_alpha, lora_targets) on the solver'
 each ended by the model's end-of-turn token, with token-mean cross-entropy for sft.steps
 steps of sft.batch_size demonstrations. Every sft.eval_every steps and at the end it
 measures greedy success on sft.eval_seeds validation seeds with the embedded engine.
-The base model is sft.model (default generation.model), a model folder.
+The base model is sft.model (default generation.model), a model folder. sft.modes
+(e.g. [single, multi]) demonstrates several env modes on the same seeds; the default is
+env.mode. Where the environment has a general solver program (Plan-Path's BFS), the tool
+agent is shown that program rather than one that prints a precomputed answer.
 
 Writes runs/<name>/sft/metrics.jsonl (loss per step, evaluations), the adapter in PEFT
 layout to runs/<name>/sft/adapter/ and, with sft.merge (default), the base model with the
