@@ -56,7 +56,7 @@ func TestSFTCorpus(t *testing.T) {
 	if data, err = os.ReadFile(out); err != nil {
 		t.Fatal(err)
 	}
-	if n, tool := strings.Count(string(data), "<|im_start|>assistant\n"), strings.Count(string(data), "```python\nprint("); n != 9 || tool != 6 {
+	if n, tool := strings.Count(string(data), "<|im_start|>assistant\n"), strings.Count(string(data), "```python\n"); n != 9 || tool != 6 {
 		// 6: each tool program is a completion and is quoted in the plan agent's prompt.
 		t.Errorf("modes [single, multi]: %d prompts and %d tool programs, want 9 and 6:\n%.600s", n, tool, data)
 	}
