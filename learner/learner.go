@@ -78,6 +78,13 @@ type Config struct {
 	// MicroBatchTokens bounds rows×padded-length of one forward/backward
 	// pass; gradients accumulate over micro-batches. Default 4096.
 	MicroBatchTokens int `yaml:"micro_batch_tokens"`
+	// MiniBatches splits each policy's rows of a learner step into this
+	// many slices (rows dealt round-robin) with one optimiser step each, as
+	// verl's ppo_mini_batch_size does (default 1: one step per rollout
+	// batch). Later slices are trained off-policy: loss.ratio_to: behaviour
+	// clips the ratio to the rollout policy as PPO does; learner (default)
+	// corrects with the truncated importance weight only.
+	MiniBatches int `yaml:"mini_batches"`
 	// StepTimeout is the watchdog on one micro-batch's forward+backward: a
 	// pass that exceeds it fails the step with a goroutine dump. Default 30m.
 	StepTimeout time.Duration `yaml:"step_timeout"`
@@ -124,6 +131,7 @@ func (c *Config) SetDefaults() {
 	c.LoRAAlpha = 32
 	c.LoRATargets = slices.Clone(hf.AllModules)
 	c.MicroBatchTokens = 4096
+	c.MiniBatches = 1
 	c.StepTimeout = 30 * time.Minute
 	c.Seed = 1
 	c.Grouping = string(atgrpo.Tree)
@@ -163,6 +171,8 @@ func (c *Config) Validate() error {
 		return config.Errorf("lora_rank", "must be ≥ 1, got %d", c.LoRARank)
 	case !(c.LoRAAlpha > 0):
 		return config.Errorf("lora_alpha", "must be > 0, got %v", c.LoRAAlpha)
+	case c.MiniBatches < 1:
+		return config.Errorf("mini_batches", "must be ≥ 1, got %d", c.MiniBatches)
 	case c.MicroBatchTokens < 16:
 		return config.Errorf("micro_batch_tokens", "must be ≥ 16, got %d", c.MicroBatchTokens)
 	case c.StepTimeout <= 0:

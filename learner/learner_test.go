@@ -42,6 +42,7 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.TotalSteps = 5 }, "total_steps"},
 		{func(c *Config) { c.LoRATargets = []string{"qproj"} }, "lora_targets"},
 		{func(c *Config) { c.MicroBatchTokens = 1 }, "micro_batch_tokens"},
+		{func(c *Config) { c.MiniBatches = 0 }, "mini_batches"},
 		{func(c *Config) { c.Grouping = "x" }, "grouping"},
 		{func(c *Config) { c.CPUParallelism = 0 }, "cpu_parallelism"},
 	}
@@ -260,6 +261,46 @@ func TestSyntheticTaskLearns(t *testing.T) {
 		t.Errorf("success %.3f → %.3f: the policy did not learn the target", first, final)
 	}
 	mw.Close()
+}
+
+// TestMiniBatchSteps: with learner.mini_batches 4 one Step makes four
+// optimiser steps over the whole batch, and the synthetic task is learnt
+// in a quarter of the learner steps TestSyntheticTaskLearns needs.
+func TestMiniBatchSteps(t *testing.T) {
+	mc := model.TinyConfig(2, 32, 4, 2, 64, 16)
+	dir := writeTinyModel(t, mc)
+	cfg := defaultConfig()
+	cfg.Policies = PoliciesShared
+	cfg.LR, cfg.WarmupSteps, cfg.LoRARank, cfg.LoRAAlpha = 0.02, 0, 4, 8
+	cfg.MicroBatchTokens, cfg.MiniBatches = 512, 4
+	l, err := New(context.Background(), cfg, dir, []string{"solver"}, Options{Backend: testBackend(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	s := &synth{l: l, mc: mc, target: 5}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var first float64
+	for i := range 5 {
+		b, succ := s.batch(t, rng, 8, 8)
+		if i == 0 {
+			first = succ
+		}
+		m, err := l.Step(context.Background(), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pm := m.Policies[SharedPolicy]
+		if pm.OptSteps != 4*(i+1) || pm.Rows != 64 || m.Tokens != 64 || pm.MicroBatches != 4 {
+			t.Fatalf("step %d: %d optimiser steps, %d rows, %d tokens, %d micro-batches; want %d, 64, 64, 4",
+				i+1, pm.OptSteps, pm.Rows, m.Tokens, pm.MicroBatches, 4*(i+1))
+		}
+	}
+	_, final := s.batch(t, rng, 32, 1)
+	t.Logf("success probability: before %.3f, after 5 learner steps of 4 mini-batches %.3f", first, final)
+	if first > 0.2 || final < 0.9 {
+		t.Errorf("success %.3f → %.3f after 5 steps × 4 mini-batches", first, final)
+	}
 }
 
 func TestCheckpointResumeExact(t *testing.T) {

@@ -196,7 +196,8 @@ type PolicyMetrics struct {
 // Step trains every policy on its rows of b: advantages over the whole
 // batch (groups never span policies' roles differently: a group has one
 // role in tree mode), then per policy micro-batched forward/backward with
-// gradient accumulation, global-norm clipping and one AdamW step.
+// gradient accumulation, global-norm clipping and one AdamW step per
+// mini-batch (Config.MiniBatches, default one).
 func (l *Learner) Step(ctx context.Context, b *Batch) (*Metrics, error) {
 	if l.broken != nil {
 		return nil, fmt.Errorf("learner: unusable after an earlier failure: %w", l.broken)
@@ -256,26 +257,51 @@ func (l *Learner) Step(ctx context.Context, b *Batch) (*Metrics, error) {
 	return met, nil
 }
 
+// stepPolicy trains p on seqs: one optimiser step per mini-batch
+// (Config.MiniBatches slices, rows dealt round-robin), each micro-batched
+// with gradient accumulation and global-norm clipping. The metrics cover
+// every slice (grad norm: the largest; lr: the last step's).
 func (l *Learner) stepPolicy(ctx context.Context, p *policy, seqs []model.Sequence) (*PolicyMetrics, error) {
+	n := min(max(l.cfg.MiniBatches, 1), len(seqs))
+	var sums loss.Sums
+	var ent float64
+	pm := &PolicyMetrics{Rows: len(seqs)}
+	for j := range n {
+		var part []model.Sequence
+		for i := j; i < len(seqs); i += n {
+			part = append(part, seqs[i])
+		}
+		if err := l.optStep(ctx, p, part, pm, &sums, &ent); err != nil {
+			return nil, err
+		}
+	}
+	pm.OptSteps = p.opt.T
+	pm.Metrics = sums.Metrics()
+	if sums.Tokens > 0 {
+		pm.Entropy = ent / sums.Tokens
+	}
+	return pm, nil
+}
+
+// optStep is one optimiser step of p on seqs, adding to pm, sums and ent.
+func (l *Learner) optStep(ctx context.Context, p *policy, seqs []model.Sequence, pm *PolicyMetrics, sums *loss.Sums, ent *float64) error {
 	mbs, err := MicroBatches(seqs, l.cfg.MicroBatchTokens)
 	if err != nil {
-		return nil, fmt.Errorf("learner: policy %s: %w", p.name, err)
+		return fmt.Errorf("learner: policy %s: %w", p.name, err)
 	}
 	total := 0
 	for _, s := range seqs {
 		total += len(s.Completion)
 	}
-	invN := 1 / float64(total)
+	invN := 1 / float64(max(total, 1))
 	acc := make([][]float64, len(p.lora.Data))
 	for i := range acc {
 		acc[i] = make([]float64, len(p.lora.Data[i]))
 	}
-	var sums loss.Sums
-	var ent float64
-	pm := &PolicyMetrics{Rows: len(seqs), MicroBatches: len(mbs)}
+	pm.MicroBatches += len(mbs)
 	for _, mb := range mbs {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("learner: %w", err)
+			return fmt.Errorf("learner: %w", err)
 		}
 		var res *model.StepResult
 		err := l.watchdog(ctx, func() error {
@@ -284,28 +310,23 @@ func (l *Learner) stepPolicy(ctx context.Context, p *policy, seqs []model.Sequen
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("learner: policy %s: %w", p.name, err)
+			return fmt.Errorf("learner: policy %s: %w", p.name, err)
 		}
 		sums.Add(res.Sums)
-		ent += res.EntropySum
+		*ent += res.EntropySum
 		pm.PaddedTokens += mb.B * mb.S
 	}
 	for _, g := range acc {
 		for _, x := range g {
 			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return nil, fmt.Errorf("learner: policy %s: non-finite gradient; adapter left unchanged", p.name)
+				return fmt.Errorf("learner: policy %s: non-finite gradient; adapter left unchanged", p.name)
 			}
 		}
 	}
-	pm.GradNorm = ClipGlobalNorm(acc, l.cfg.GradClip)
+	pm.GradNorm = max(pm.GradNorm, ClipGlobalNorm(acc, l.cfg.GradClip))
 	pm.LR = LRAt(p.opt.T+1, l.cfg.LR, l.cfg.WarmupSteps, l.cfg.TotalSteps, l.cfg.MinLRRatio)
 	p.opt.Step(p.lora.Data, acc, pm.LR)
-	pm.OptSteps = p.opt.T
-	pm.Metrics = sums.Metrics()
-	if sums.Tokens > 0 {
-		pm.Entropy = ent / sums.Tokens
-	}
-	return pm, nil
+	return nil
 }
 
 // watchdog runs fn and fails if it takes longer than StepTimeout (a GoMLX
