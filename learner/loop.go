@@ -222,9 +222,7 @@ func (l *Learner) Step(ctx context.Context, b *Batch) (*Metrics, error) {
 		return nil, fmt.Errorf("learner: %w", err)
 	}
 	met := &Metrics{Step: l.step + 1, Rows: len(b.Rows), Groups: adv.Stats, Policies: map[string]PolicyMetrics{}}
-	var lossTok float64
-	padded := 0
-	for _, name := range l.names {
+	err = l.trainPolicies(ctx, met, start, func(name string) []model.Sequence {
 		var seqs []model.Sequence
 		for i, r := range b.Rows {
 			if !adv.Keep[i] || len(r.CompletionIDs) == 0 || l.cfg.PolicyFor(r.Role) != name {
@@ -233,12 +231,29 @@ func (l *Learner) Step(ctx context.Context, b *Batch) (*Metrics, error) {
 			seqs = append(seqs, model.Sequence{Prompt: r.PromptIDs, Completion: r.CompletionIDs, Logprobs: r.Logprobs,
 				Advantage: adv.Advantages[i], Temperature: r.Temperature})
 		}
+		return seqs
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.consumed = append(l.consumed, b.Shards...)
+	return met, nil
+}
+
+// trainPolicies trains every policy on the sequences seqsOf gives for it
+// (skipping policies with none), fills met's per-policy metrics and
+// totals from start, and counts the learner step.
+func (l *Learner) trainPolicies(ctx context.Context, met *Metrics, start time.Time, seqsOf func(policy string) []model.Sequence) error {
+	var lossTok float64
+	padded := 0
+	for _, name := range l.names {
+		seqs := seqsOf(name)
 		if len(seqs) == 0 {
 			continue
 		}
 		pm, err := l.stepPolicy(ctx, l.policies[name], seqs)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		met.Policies[name] = *pm
 		met.Tokens += pm.Tokens
@@ -246,7 +261,6 @@ func (l *Learner) Step(ctx context.Context, b *Batch) (*Metrics, error) {
 		padded += pm.PaddedTokens
 	}
 	l.step++
-	l.consumed = append(l.consumed, b.Shards...)
 	if met.Tokens > 0 {
 		met.Loss = lossTok / float64(met.Tokens)
 	}
@@ -254,7 +268,7 @@ func (l *Learner) Step(ctx context.Context, b *Batch) (*Metrics, error) {
 	met.Seconds = time.Since(start).Seconds()
 	met.TokensPerSec = float64(met.Tokens) / met.Seconds
 	met.PaddedPerSec = float64(padded) / met.Seconds
-	return met, nil
+	return nil
 }
 
 // stepPolicy trains p on seqs: one optimiser step per mini-batch

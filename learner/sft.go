@@ -43,35 +43,18 @@ func (l *Learner) SFTStep(ctx context.Context, ex []Example) (*Metrics, error) {
 		}
 	}
 	met := &Metrics{Step: l.step + 1, Rows: len(ex), Policies: map[string]PolicyMetrics{}}
-	var lossTok float64
-	padded := 0
-	for _, name := range l.names {
+	err := l.trainPolicies(ctx, met, start, func(name string) []model.Sequence {
 		var seqs []model.Sequence
 		for _, e := range ex {
 			if l.cfg.PolicyFor(e.Role) == name {
 				seqs = append(seqs, model.Sequence{Prompt: e.PromptIDs, Completion: e.CompletionIDs})
 			}
 		}
-		if len(seqs) == 0 {
-			continue
-		}
-		pm, err := l.stepPolicy(ctx, l.policies[name], seqs)
-		if err != nil {
-			return nil, err
-		}
-		met.Policies[name] = *pm
-		met.Tokens += pm.Tokens
-		lossTok += pm.Loss * float64(pm.Tokens)
-		padded += pm.PaddedTokens
+		return seqs
+	})
+	if err != nil {
+		return nil, err
 	}
-	l.step++
-	if met.Tokens > 0 {
-		met.Loss = lossTok / float64(met.Tokens)
-	}
-	met.Time = time.Now().UTC()
-	met.Seconds = time.Since(start).Seconds()
-	met.TokensPerSec = float64(met.Tokens) / met.Seconds
-	met.PaddedPerSec = float64(padded) / met.Seconds
 	return met, nil
 }
 

@@ -91,8 +91,9 @@ func TrainSeeds(seed int64, n int) []int64 {
 
 // LearnerConfig is the learner config SFT trains with: lc's adapter shape,
 // optimiser and device, one shared policy, loss kind sft, c's learning
-// rate and warmup with cosine decay to 0.1·lr at c.Steps, and micro-batches
-// large enough for a sequence of maxLen tokens.
+// rate and warmup with cosine decay to 0.1·lr at c.Steps, one optimiser
+// step per batch of c.BatchSize (learner.mini_batches is RL's), and
+// micro-batches large enough for a sequence of maxLen tokens.
 func LearnerConfig(lc learner.Config, c Config, maxLen int) learner.Config {
 	lc.Policies = learner.PoliciesShared
 	lc.LR = c.LR
@@ -102,6 +103,7 @@ func LearnerConfig(lc learner.Config, c Config, maxLen int) learner.Config {
 		lc.TotalSteps = 0 // one step: no schedule
 	}
 	lc.MinLRRatio = 0.1
+	lc.MiniBatches = 1
 	lc.Loss.Kind = loss.KindSFT
 	lc.Loss.KLCoef = 0
 	lc.MicroBatchTokens = max(lc.MicroBatchTokens, (maxLen+15)/16*16)

@@ -20,6 +20,7 @@ import (
 	"github.com/troupe-rl/troupe/internal/hf"
 	"github.com/troupe-rl/troupe/learner"
 	"github.com/troupe-rl/troupe/learner/internal/gomlxtest"
+	"github.com/troupe-rl/troupe/learner/loss"
 	"github.com/troupe-rl/troupe/learner/trajectory"
 )
 
@@ -173,6 +174,19 @@ func TestEnvConfigs(t *testing.T) {
 	got := c.EnvConfigs(env)
 	if len(got) != 2 || got[0].Mode != envs.ModeMulti || got[1].Mode != envs.ModeSingle || got[0].Size != 5 {
 		t.Fatalf("modes [multi single]: %+v", got)
+	}
+}
+
+// TestLearnerConfigOneStepPerBatch: RL's learner.mini_batches does not
+// split SFT batches.
+func TestLearnerConfigOneStepPerBatch(t *testing.T) {
+	var lc learner.Config
+	config.SetDefaults(&lc)
+	lc.MiniBatches = 8
+	var c Config
+	c.SetDefaults()
+	if got := LearnerConfig(lc, c, 100); got.MiniBatches != 1 || got.Loss.Kind != loss.KindSFT {
+		t.Fatalf("mini_batches %d, loss %q: want 1 and sft", got.MiniBatches, got.Loss.Kind)
 	}
 }
 
