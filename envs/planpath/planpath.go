@@ -218,16 +218,7 @@ func (g *Game) Board() string {
 }
 
 // Parse implements stateful.Game.
-func (g *Game) Parse(v parse.Value, max int) (any, error) {
-	ms, err := parse.Moves(v, max)
-	if err != nil {
-		return nil, err
-	}
-	if len(ms) == 0 {
-		return nil, errors.New("empty move list")
-	}
-	return ms, nil
-}
+func (g *Game) Parse(v parse.Value, max int) (any, error) { return parse.MoveAction(v, max) }
 
 func (g *Game) manhattan(c int) float64 {
 	dr, dc := c/g.N-g.Goal/g.N, c%g.N-g.Goal%g.N

@@ -277,16 +277,7 @@ func (g *Game) Board() string {
 }
 
 // Parse implements stateful.Game.
-func (g *Game) Parse(v parse.Value, max int) (any, error) {
-	ms, err := parse.Moves(v, max)
-	if err != nil {
-		return nil, err
-	}
-	if len(ms) == 0 {
-		return nil, errors.New("empty move list")
-	}
-	return ms, nil
-}
+func (g *Game) Parse(v parse.Value, max int) (any, error) { return parse.MoveAction(v, max) }
 
 func (g *Game) potential(boxes []int) float64 {
 	sum := 0

@@ -361,6 +361,19 @@ var moveWords = map[string]Move{
 	"u": Up, "up": Up, "d": Down, "down": Down, "l": Left, "left": Left, "r": Right, "right": Right,
 }
 
+// MoveAction is Moves for the grid games' answers (stateful.Game.Parse):
+// an empty list is an error too.
+func MoveAction(v Value, max int) (any, error) {
+	ms, err := Moves(v, max)
+	if err != nil {
+		return nil, err
+	}
+	if len(ms) == 0 {
+		return nil, errors.New("empty move list")
+	}
+	return ms, nil
+}
+
 // Moves reads a list of moves from v: each item is U/D/L/R or up/down/left/
 // right in any case, quoted or bare; an item made only of the letters UDLR
 // ("RRD") is read as that sequence. At most max moves are accepted.
