@@ -10,9 +10,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib-serve.sh
 . scripts/lib-demo.sh
-cfg=configs/demo.yaml
-work=runs/demo-work
-t0=$(date +%s)
 warm_start
 serve_warm
 names=${ABLATIONS:-$(cd configs/ablations && ls *.yaml | sed 's/\.yaml$//')}

@@ -21,13 +21,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib-serve.sh
 . scripts/lib-demo.sh
-cfg=configs/demo.yaml
-work=runs/demo-work
 if [ "${DEMO_FRESH:-0}" = 1 ]; then
   rm -rf "$work" runs/demo-corpus runs/demo runs/demo-single runs/demo-sft-multi runs/demo-sft-single \
     runs/demo-compare.html runs/demo-compare-plots
 fi
-t0=$(date +%s)
 warm_start
 serve_warm
 

@@ -1,5 +1,9 @@
 # Sourced by demo.sh and ablations.sh: the demo's warm start and servers.
-# Needs lib-serve.sh. Uses $cfg (configs/demo.yaml) and $work.
+# Needs lib-serve.sh.
+
+cfg=configs/demo.yaml
+work=runs/demo-work
+t0=$(date +%s)
 
 stamp() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
 

@@ -21,16 +21,3 @@ serve_model() {
   [ -n "$url" ] || { cat "$log"; echo "troupe serve did not start" >&2; exit 1; }
   echo "== $name at $url"
 }
-
-# serve_tiny WORK: writes a tiny random model to WORK/model (once) and
-# serves it as "tiny"; sets $url and $model (the model folder).
-serve_tiny() {
-  local work=$1
-  model=$work/model
-  mkdir -p "$work"
-  if [ ! -f "$model/config.json" ]; then
-    echo "== writing a tiny model to $model"
-    bin/troupe model init --out "$model" --layers 2 --dim 128 --heads 4 --kv-heads 2 --vocab 512 --seed 1 --force
-  fi
-  serve_model "$model" tiny "$work/serve.log"
-}
