@@ -5,6 +5,8 @@ need=()
 command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 # The sandbox runs the tool agents' programs (and its tests) with python3.
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# The demo scripts wait for `troupe serve` with curl.
+command -v curl >/dev/null 2>&1 || need+=(curl)
 # (`-tags openblas` builds of generation/builtin also need libopenblas-dev;
 # the default build does not, so it is not installed here.)
 if ((${#need[@]})); then
