@@ -35,6 +35,10 @@ const (
 	helperFailCode = 127
 	specFD         = 3
 	errFD          = 4
+	// progFD, progFD+1 and progFD+2 are the program's stdin, stdout and
+	// stderr until stage 2 moves them to 0-2 just before execve; the
+	// helpers' own 0-2 are /dev/null.
+	progFD = 5
 	// sandbox-side paths
 	workDir = "/work"
 )
@@ -188,7 +192,7 @@ func helperMain() error {
 	pid, err := syscall.ForkExec("/proc/self/exe", []string{"troupe-sandbox-exec"}, &syscall.ProcAttr{
 		Dir:   cwd,
 		Env:   []string{helperEnv + "=2", stage2Env + "=" + string(st)},
-		Files: []uintptr{0, 1, 2, ^uintptr(0), errFD},
+		Files: []uintptr{0, 1, 2, ^uintptr(0), errFD, progFD, progFD + 1, progFD + 2},
 		Sys:   sys,
 	})
 	if err != nil {
@@ -196,7 +200,7 @@ func helperMain() error {
 	}
 	// Close our copies of the program's stdio: EOF reaches the runner when
 	// the program's side closes.
-	for fd := 0; fd <= 2; fd++ {
+	for fd := progFD; fd <= progFD+2; fd++ {
 		unix.Close(fd)
 	}
 	var ws syscall.WaitStatus
@@ -292,6 +296,12 @@ func stage2Main() error {
 		if err := unix.Prlimit(0, rl.Resource, &lim, nil); err != nil {
 			return fmt.Errorf("setrlimit %d: %w", rl.Resource, err)
 		}
+	}
+	for fd := range 3 {
+		if err := unix.Dup3(progFD+fd, fd, 0); err != nil {
+			return fmt.Errorf("stdio: %w", err)
+		}
+		unix.Close(progFD + fd)
 	}
 	_, _, e := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(path)), uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
 	return fmt.Errorf("execve %s: %w", st.Path, e)

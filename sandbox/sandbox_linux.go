@@ -442,29 +442,32 @@ func (s *Sandbox) exec(ctx context.Context, sp spec, p Program, l Limits, lang *
 		res.Status, res.Detail = StatusSetup, err.Error()
 		return res, nil
 	}
-	var stdinW *os.File
+	var stdinR, stdinW *os.File
 	if len(p.Stdin) > 0 {
-		var stdinR *os.File
 		stdinR, stdinW, err = pipe()
-		if err != nil {
-			res.Status, res.Detail = StatusSetup, err.Error()
-			return res, nil
+	} else {
+		stdinR, err = os.Open(os.DevNull)
+		if err == nil {
+			closeLater = append(closeLater, stdinR)
 		}
-		cmd.Stdin = stdinR
 	}
-	cmd.Stdout, cmd.Stderr = outW, eW
-	cmd.ExtraFiles = []*os.File{specR, errW}
+	if err != nil {
+		res.Status, res.Detail = StatusSetup, err.Error()
+		return res, nil
+	}
+	// The helper's own stdio is /dev/null: it is a copy of this executable,
+	// and the init functions of the packages linked into it (a PJRT plugin
+	// search, for one) may log before the helper takes over. The program's
+	// stdio travels on fds progFD.. and becomes 0-2 only at its execve.
+	cmd.ExtraFiles = []*os.File{specR, errW, stdinR, outW, eW}
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		res.Status, res.Detail = StatusSetup, "start helper: "+err.Error()
 		return res, nil
 	}
-	for _, f := range []*os.File{specR, errW, outW, eW} {
+	for _, f := range []*os.File{specR, errW, stdinR, outW, eW} {
 		f.Close()
-	}
-	if r, ok := cmd.Stdin.(*os.File); ok {
-		r.Close()
 	}
 	pid := cmd.Process.Pid
 	var (

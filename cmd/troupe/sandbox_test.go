@@ -24,6 +24,7 @@ func TestSandboxRun(t *testing.T) {
 	var res struct {
 		Status    string `json:"status"`
 		Stdout    string `json:"stdout"`
+		Stderr    string `json:"stderr"`
 		ExitCode  int    `json:"exit_code"`
 		WallNS    int64  `json:"wall_ns"`
 		Isolation string `json:"isolation"`
@@ -33,6 +34,12 @@ func TestSandboxRun(t *testing.T) {
 	}
 	if res.Status != "ok" || res.Stdout != "5\n" || res.WallNS <= 0 || res.Isolation == "" {
 		t.Fatalf("%+v", res)
+	}
+	// The sandbox starts this executable as its helper: whatever the init
+	// functions linked into it log must not reach the program's stderr,
+	// which tool agents' turns show to the model.
+	if res.Stderr != "" {
+		t.Fatalf("a silent program's stderr: %q", res.Stderr)
 	}
 
 	out, _, code = runCLI("sandbox", "run", loop, "--timeout", "300ms")
