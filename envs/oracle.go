@@ -61,7 +61,34 @@ type DemoStep struct {
 // and turn the episode visits. It fails if e has no solver, a step fails,
 // or the oracle episode does not end in success.
 func Demonstrate(ctx context.Context, e Env) ([]DemoStep, error) {
+	return DemonstrateDetour(ctx, e, Detour{})
+}
+
+// Detour starts a demonstration with mistakes, so that it shows how an
+// episode goes on after a wrong answer: the prompts of later turns, with
+// their history of earlier attempts, which an episode the oracle solves at
+// once never reaches. In each of the first Turns turns the turn's last
+// role (the one whose answer acts on the environment) answers Wrong(turn)
+// instead of the oracle; the other roles of those turns are the oracle.
+type Detour struct {
+	Turns int
+	// Wrong returns a wrong answer for the turn, in the answer format (for
+	// example the oracle's answer to another instance).
+	Wrong func(turn int) (string, error)
+}
+
+// DemonstrateDetour is Demonstrate after d's wrong answers. The steps that
+// answered wrongly are not returned (they are not demonstrations); every
+// step after them is the oracle's. When a wrong answer happens to end the
+// episode, the result is the oracle steps before it.
+func DemonstrateDetour(ctx context.Context, e Env, d Detour) ([]DemoStep, error) {
 	var steps []DemoStep
+	roles := e.Roles()
+	last := ""
+	if len(roles) > 0 {
+		last = roles[len(roles)-1]
+	}
+	detoured := false
 	for guard := 0; !e.Done(); guard++ {
 		if guard > 10000 {
 			return steps, fmt.Errorf("envs: demonstration did not end after %d steps", guard)
@@ -71,7 +98,13 @@ func Demonstrate(ctx context.Context, e Env) ([]DemoStep, error) {
 		if err != nil {
 			return steps, fmt.Errorf("envs: demonstration: %w", err)
 		}
-		text, err := Oracle(e, role)
+		wrong := turn < d.Turns && role == last && d.Wrong != nil
+		var text string
+		if wrong {
+			text, err = d.Wrong(turn)
+		} else {
+			text, err = Oracle(e, role)
+		}
 		if err != nil {
 			return steps, err
 		}
@@ -79,7 +112,14 @@ func Demonstrate(ctx context.Context, e Env) ([]DemoStep, error) {
 		if err != nil {
 			return steps, fmt.Errorf("envs: demonstration: %w", err)
 		}
+		if wrong {
+			detoured = true
+			continue
+		}
 		steps = append(steps, DemoStep{Turn: turn, Role: role, Prompt: p, Completion: text, Outcome: out})
+	}
+	if detoured && (len(steps) == 0 || steps[len(steps)-1].Turn < d.Turns) {
+		return steps, nil
 	}
 	if len(steps) == 0 || !steps[len(steps)-1].Outcome.Success {
 		return steps, fmt.Errorf("envs: the oracle did not solve task %s", e.Task().ID)

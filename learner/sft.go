@@ -3,6 +3,7 @@ package learner
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -16,10 +17,14 @@ type Example struct {
 	Role          string
 	PromptIDs     []int32
 	CompletionIDs []int32
+	// Weight multiplies the example's per-token loss; 0 means 1 (every
+	// completion token of the batch counts the same).
+	Weight float64
 }
 
 // SFTStep trains every policy on its examples of ex with the token-mean
-// cross-entropy of the completion tokens (supervised fine-tuning): the
+// cross-entropy of the completion tokens (supervised fine-tuning), each
+// token's weighted by its example's Weight: the
 // same micro-batching, gradient accumulation, clipping and AdamW step as
 // Step, without advantages. The learner must have been made with
 // loss.kind: sft (the compiled graphs hold the loss).
@@ -35,6 +40,9 @@ func (l *Learner) SFTStep(ctx context.Context, ex []Example) (*Metrics, error) {
 		if _, ok := l.policies[l.cfg.PolicyFor(e.Role)]; !ok {
 			return nil, fmt.Errorf("learner: example %d: role %q has no policy (roles %v)", i, e.Role, l.roles)
 		}
+		if e.Weight < 0 || math.IsNaN(e.Weight) || math.IsInf(e.Weight, 0) {
+			return nil, fmt.Errorf("learner: example %d: weight %v, want a finite value ≥ 0", i, e.Weight)
+		}
 		if len(e.PromptIDs) == 0 || len(e.CompletionIDs) == 0 {
 			return nil, fmt.Errorf("learner: example %d: needs a prompt and a completion (%d and %d tokens)", i, len(e.PromptIDs), len(e.CompletionIDs))
 		}
@@ -47,7 +55,11 @@ func (l *Learner) SFTStep(ctx context.Context, ex []Example) (*Metrics, error) {
 		var seqs []model.Sequence
 		for _, e := range ex {
 			if l.cfg.PolicyFor(e.Role) == name {
-				seqs = append(seqs, model.Sequence{Prompt: e.PromptIDs, Completion: e.CompletionIDs})
+				w := e.Weight
+				if w == 0 {
+					w = 1
+				}
+				seqs = append(seqs, model.Sequence{Prompt: e.PromptIDs, Completion: e.CompletionIDs, Advantage: w})
 			}
 		}
 		return seqs

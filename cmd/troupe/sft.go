@@ -107,7 +107,7 @@ func writeCorpus(ctx context.Context, env *cliEnv, cfg *configs.Experiment, path
 		return err
 	}
 	for _, ec := range cfg.SFT.EnvConfigs(cfg.Env) {
-		if err := sft.WriteCorpus(ctx, f, ec, exp.deps(), exp.render, sft.TrainSeeds(cfg.Seed, cfg.SFT.Seeds)); err != nil {
+		if err := sft.WriteCorpus(ctx, f, ec, exp.deps(), exp.render, sft.TrainSeeds(cfg.Seed, cfg.SFT.Seeds), cfg.SFT.Detours); err != nil {
 			f.Close()
 			return err
 		}

@@ -71,7 +71,7 @@ func Build(c Config, in Inputs) GraphSums {
 	case KindPG:
 		l = Mul(negA, rho)
 	case KindSFT:
-		l = Neg(logp)
+		l = Mul(negA, logp)
 	default:
 		pg1 := Mul(negA, rho)
 		pg2 := Mul(negA, ClipScalar(rho, 1-c.ClipLow, 1+c.ClipHigh))

@@ -21,8 +21,9 @@
 //	ppo:  ℓ = w · max(−A·ρ, −A·clip(ρ, 1−ε_low, 1+ε_high))
 //	      and, with dual clip c > 1 and A < 0, ℓ = min(ℓ, −A·c·w)
 //	pg:   ℓ = w · (−A·ρ)                                    (REINFORCE with TIS)
-//	sft:  ℓ = −θ                                            cross-entropy (supervised
-//	                                                        fine-tuning; A, b and w unused)
+//	sft:  ℓ = −A·θ                                          cross-entropy (supervised
+//	                                                        fine-tuning), A the example's
+//	                                                        weight (1: token mean); b, w unused
 //	kl:   ℓ += β · (exp(r − θ) − (r − θ) − 1)               k3, r = base-model logprob
 //	loss  = Σ m·ℓ / N                                       token mean
 //
@@ -206,7 +207,7 @@ func Reference(c Config, tokens []Token) (Sums, []float64) {
 		case KindPG:
 			l, dl = -t.Adv*rho, -t.Adv*drho
 		case KindSFT:
-			l, dl = -t.Logp, -1
+			l, dl = -t.Adv*t.Logp, -t.Adv
 		default:
 			lo, hi := 1-c.ClipLow, 1+c.ClipHigh
 			cr, dcr := rho, drho

@@ -48,15 +48,34 @@ type Config struct {
 	// start that both single-agent and multi-agent training begin from (the
 	// demo's baselines) demonstrates both. Evaluation uses env.mode.
 	Modes []string `yaml:"modes"`
+	// LossAgg is how the cross-entropy of a batch is averaged: token-mean
+	// (every completion token counts the same, so long completions — a tool
+	// agent's program — outweigh short ones — a plan agent's answer) or
+	// seq-mean-token-mean (the mean over examples of each example's token
+	// mean, so every demonstration counts the same). Default token-mean.
+	LossAgg string `yaml:"loss_agg"`
+	// Detours is the fraction of seeds whose demonstration starts with 1 to
+	// env.max_turns−1 wrong answers (the oracle's answers to other training
+	// seeds) before the oracle solves the instance: without them every
+	// demonstration ends at turn 0, and the prompts of later turns — the
+	// board after a failed attempt, the history of earlier answers — are
+	// never seen before RL. Default 0.
+	Detours float64 `yaml:"detours"`
 	// Merge also writes the base model with the adapter merged into its
 	// weights (W + scaling·B·A) to runs/<name>/sft/model, for RL to start
 	// from with fresh adapters. Default true.
 	Merge bool `yaml:"merge"`
 }
 
+// Values of Config.LossAgg (verl's names for the same choices).
+const (
+	LossAggTokenMean        = "token-mean"
+	LossAggSeqMeanTokenMean = "seq-mean-token-mean"
+)
+
 // SetDefaults fills the documented defaults.
 func (c *Config) SetDefaults() {
-	*c = Config{Steps: 200, BatchSize: 16, LR: 2e-3, WarmupSteps: 10, Seeds: 256, EvalEvery: 50, EvalSeeds: 32, Merge: true}
+	*c = Config{Steps: 200, BatchSize: 16, LR: 2e-3, WarmupSteps: 10, Seeds: 256, EvalEvery: 50, EvalSeeds: 32, Merge: true, LossAgg: LossAggTokenMean}
 }
 
 // Validate checks the section.
@@ -78,6 +97,10 @@ func (c *Config) Validate() error {
 		return config.Errorf("eval_seeds", "must be ≥ 0, got %d", c.EvalSeeds)
 	case c.EvalMaxTokens < 0:
 		return config.Errorf("eval_max_tokens", "must be ≥ 0, got %d", c.EvalMaxTokens)
+	case c.LossAgg != LossAggTokenMean && c.LossAgg != LossAggSeqMeanTokenMean:
+		return config.Errorf("loss_agg", "must be %q or %q, got %q", LossAggTokenMean, LossAggSeqMeanTokenMean, c.LossAgg)
+	case !(c.Detours >= 0 && c.Detours <= 1):
+		return config.Errorf("detours", "must be in [0, 1], got %v", c.Detours)
 	case c.Full:
 		return config.Errorf("full", "full fine-tuning is not supported yet (the learner trains LoRA adapters on frozen base weights); use LoRA with merge: true")
 	}
@@ -107,5 +130,5 @@ func (c *Config) EnvConfigs(env envs.Config) []envs.Config {
 
 // String is a short description for logs.
 func (c *Config) String() string {
-	return fmt.Sprintf("steps=%d batch=%d lr=%g warmup=%d seeds=%d eval_every=%d eval_seeds=%d", c.Steps, c.BatchSize, c.LR, c.WarmupSteps, c.Seeds, c.EvalEvery, c.EvalSeeds)
+	return fmt.Sprintf("steps=%d batch=%d lr=%g warmup=%d seeds=%d detours=%g loss_agg=%s eval_every=%d eval_seeds=%d", c.Steps, c.BatchSize, c.LR, c.WarmupSteps, c.Seeds, c.Detours, c.LossAgg, c.EvalEvery, c.EvalSeeds)
 }

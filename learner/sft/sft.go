@@ -130,7 +130,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	var demos []Demo
 	for _, env := range c.EnvConfigs(o.Env) {
-		d, err := Demonstrations(ctx, env, o.Deps, enc, TrainSeeds(o.Seed, c.Seeds), 4)
+		d, err := Demonstrations(ctx, env, o.Deps, enc, TrainSeeds(o.Seed, c.Seeds), c.Detours, 4)
 		if err != nil {
 			return nil, err
 		}
@@ -194,6 +194,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			batch = append(batch, examples[order[pos]])
 			pos++
 		}
+		if c.LossAgg == LossAggSeqMeanTokenMean {
+			weighBySequence(batch)
+		}
 		t0 := time.Now()
 		m, err := l.SFTStep(ctx, batch)
 		if err != nil {
@@ -250,6 +253,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// weighBySequence sets each example's weight to N/(R·n), N the batch's
+// completion tokens, R its examples and n the example's: the learner's
+// token mean Σ w·ℓ/N is then the mean over examples of their token means.
+func weighBySequence(batch []learner.Example) {
+	n := 0
+	for _, e := range batch {
+		n += len(e.CompletionIDs)
+	}
+	for i := range batch {
+		batch[i].Weight = float64(n) / float64(len(batch)*len(batch[i].CompletionIDs))
+	}
 }
 
 func truncate(s string, n int) string {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -39,6 +41,16 @@ func planpath(mode string) envs.Config {
 	c := envs.DefaultConfig("planpath")
 	c.Size, c.Mode, c.MaxTurns = 4, mode, 2
 	return c
+}
+
+// planpathDeps is planpath(mode) and its deps: a real sandbox for the
+// tool agent's programs in multi mode.
+func planpathDeps(t *testing.T, mode string) (envs.Config, envs.Deps) {
+	var deps envs.Deps
+	if mode == envs.ModeMulti {
+		deps.Runner = envtest.NewRunner(t)
+	}
+	return planpath(mode), deps
 }
 
 func renderer(t *testing.T, modelDir string) func(envs.Prompt) (string, error) {
@@ -90,13 +102,9 @@ func TestDemosAreRolloutPrompts(t *testing.T) {
 	}
 	for _, mode := range []string{envs.ModeSingle, envs.ModeMulti} {
 		t.Run(mode, func(t *testing.T) {
-			cfg := planpath(mode)
-			var deps envs.Deps
-			if mode == envs.ModeMulti {
-				deps.Runner = envtest.NewRunner(t)
-			}
+			cfg, deps := planpathDeps(t, mode)
 			seeds := TrainSeeds(7, 2)
-			demos, err := Demonstrations(context.Background(), cfg, deps, enc, seeds, 2)
+			demos, err := Demonstrations(context.Background(), cfg, deps, enc, seeds, 0, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,6 +158,7 @@ func TestConfigErrorsNameKeys(t *testing.T) {
 		"steps": func(c *Config) { c.Steps = 0 }, "batch_size": func(c *Config) { c.BatchSize = -1 },
 		"lr": func(c *Config) { c.LR = 2 }, "seeds": func(c *Config) { c.Seeds = 0 },
 		"eval_every": func(c *Config) { c.EvalEvery = -1 }, "full": func(c *Config) { c.Full = true },
+		"detours": func(c *Config) { c.Detours = 1.5 }, "loss_agg": func(c *Config) { c.LossAgg = "sum" },
 		"modes[1]": func(c *Config) { c.Modes = []string{"multi", "duo"} }, "modes[2]": func(c *Config) { c.Modes = []string{"single", "multi", "single"} },
 	} {
 		var c Config
@@ -158,6 +167,102 @@ func TestConfigErrorsNameKeys(t *testing.T) {
 		var fe *config.FieldError
 		if err := c.Validate(); !errors.As(err, &fe) || fe.Field != key {
 			t.Errorf("%s: got %v", key, err)
+		}
+	}
+}
+
+// TestDetours: detoured demonstrations show later turns — prompts with the
+// history of a wrong answer — and never the wrong answer itself; every
+// demonstrated episode still ends solved by the oracle.
+func TestDetours(t *testing.T) {
+	dir := tinyModel(t)
+	enc, err := NewEncoder(dir, renderer(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := TrainSeeds(5, 6)
+	for _, mode := range []string{envs.ModeSingle, envs.ModeMulti} {
+		t.Run(mode, func(t *testing.T) {
+			cfg, deps := planpathDeps(t, mode)
+			plain, err := Demonstrations(context.Background(), cfg, deps, enc, seeds, 0, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range plain {
+				if d.Turn != 0 {
+					t.Fatalf("seed %d: a plain demonstration at turn %d", d.Seed, d.Turn)
+				}
+			}
+			demos, err := Demonstrations(context.Background(), cfg, deps, enc, seeds, 1, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := map[int64]Demo{}
+			later := 0
+			for _, d := range demos {
+				if d.Turn == 0 && d.Role == "plan" {
+					t.Errorf("seed %d: the wrong turn-0 answer is a demonstration: %q", d.Seed, d.Completion)
+				}
+				if d.Turn > 0 {
+					later++
+					if !strings.Contains(d.PromptText, "Earlier turns") {
+						t.Errorf("seed %d turn %d: the prompt shows no history:\n%s", d.Seed, d.Turn, d.PromptText)
+					}
+				}
+				last[d.Seed] = d
+			}
+			// max_turns 2: one wrong turn, then the oracle at turn 1 (unless the
+			// other seed's answer happened to solve this one).
+			if later < len(seeds)/2 {
+				t.Fatalf("%d later-turn demonstrations for %d seeds", later, len(seeds))
+			}
+			for seed, d := range last {
+				if d.Turn == 1 && d.Role == "plan" && !strings.HasPrefix(d.Completion, "#### ") {
+					t.Errorf("seed %d: last demonstration %q is not the oracle's answer", seed, d.Completion)
+				}
+			}
+		})
+	}
+}
+
+// TestWeighBySequence: with the weights, the learner's token mean is the
+// mean over examples of their token means.
+func TestWeighBySequence(t *testing.T) {
+	batch := []learner.Example{{CompletionIDs: make([]int32, 2)}, {CompletionIDs: make([]int32, 10)}, {CompletionIDs: make([]int32, 4)}}
+	weighBySequence(batch)
+	// Per-token losses ℓ_r constant within example r: Σ_r w_r·n_r·ℓ_r / N must be mean_r ℓ_r.
+	losses := []float64{1, 5, 3}
+	got := 0.0
+	for i, e := range batch {
+		got += e.Weight * float64(len(e.CompletionIDs)) * losses[i]
+	}
+	if got /= 16; math.Abs(got-3) > 1e-12 {
+		t.Fatalf("weighted token mean %v, want the mean of the examples' means 3 (weights %v %v %v)", got, batch[0].Weight, batch[1].Weight, batch[2].Weight)
+	}
+}
+
+func TestDetourTurns(t *testing.T) {
+	for _, tc := range []struct {
+		detours  float64
+		maxTurns int
+		wantFrac float64
+	}{{0, 4, 0}, {1, 4, 1}, {0.5, 4, 0.5}, {1, 1, 0}} {
+		n, seen := 0, map[int]bool{}
+		for i := range 4000 {
+			k := detourTurns(splitmix(uint64(i)), tc.detours, tc.maxTurns)
+			if k < 0 || k > tc.maxTurns-1 && k > 0 {
+				t.Fatalf("%+v: %d wrong turns", tc, k)
+			}
+			if k > 0 {
+				n++
+				seen[k] = true
+			}
+		}
+		if f := float64(n) / 4000; f < tc.wantFrac-0.03 || f > tc.wantFrac+0.03 {
+			t.Errorf("%+v: %.3f of seeds detour", tc, f)
+		}
+		if tc.wantFrac > 0 && len(seen) != tc.maxTurns-1 {
+			t.Errorf("%+v: wrong-turn counts %v, want each of 1..%d", tc, seen, tc.maxTurns-1)
 		}
 	}
 }
