@@ -143,6 +143,25 @@ type synth struct {
 	target int32
 }
 
+// newSynth is the synthetic task (target token 5) on a fresh learner with
+// one shared policy and miniBatches optimiser steps per Step; the learner
+// is closed when the test ends.
+func newSynth(t *testing.T, miniBatches int) *synth {
+	t.Helper()
+	mc := model.TinyConfig(2, 32, 4, 2, 64, 16)
+	dir := writeTinyModel(t, mc)
+	cfg := defaultConfig()
+	cfg.Policies = PoliciesShared
+	cfg.LR, cfg.WarmupSteps, cfg.LoRARank, cfg.LoRAAlpha = 0.02, 0, 4, 8
+	cfg.MicroBatchTokens, cfg.MiniBatches = 512, miniBatches
+	l, err := New(context.Background(), cfg, dir, []string{"solver"}, Options{Backend: testBackend(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return &synth{l: l, mc: mc, target: 5}
+}
+
 // dist returns, per prompt, the policy's next-token distribution (exact,
 // by scoring every candidate token).
 func (s *synth) dist(t testing.TB, prompts [][]int32) [][]float64 {
@@ -217,18 +236,8 @@ func writeTinyModel(t testing.TB, c *hf.ModelConfig) string {
 // dozen AT-GRPO steps take the policy's success probability from ~1/V to
 // near 1 (sign and plumbing).
 func TestSyntheticTaskLearns(t *testing.T) {
-	mc := model.TinyConfig(2, 32, 4, 2, 64, 16)
-	dir := writeTinyModel(t, mc)
-	cfg := defaultConfig()
-	cfg.Policies = PoliciesShared
-	cfg.LR, cfg.WarmupSteps, cfg.LoRARank, cfg.LoRAAlpha = 0.02, 0, 4, 8
-	cfg.MicroBatchTokens = 512
-	l, err := New(context.Background(), cfg, dir, []string{"solver"}, Options{Backend: testBackend(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	s := &synth{l: l, mc: mc, target: 5}
+	s := newSynth(t, 1)
+	l := s.l
 	rng := rand.New(rand.NewPCG(1, 2))
 	steps := 20 // success reaches ≈1 by step ~16 with these settings
 	mw, err := OpenMetrics(filepath.Join(t.TempDir(), "metrics.jsonl"))
@@ -267,18 +276,8 @@ func TestSyntheticTaskLearns(t *testing.T) {
 // optimiser steps over the whole batch, and the synthetic task is learnt
 // in a quarter of the learner steps TestSyntheticTaskLearns needs.
 func TestMiniBatchSteps(t *testing.T) {
-	mc := model.TinyConfig(2, 32, 4, 2, 64, 16)
-	dir := writeTinyModel(t, mc)
-	cfg := defaultConfig()
-	cfg.Policies = PoliciesShared
-	cfg.LR, cfg.WarmupSteps, cfg.LoRARank, cfg.LoRAAlpha = 0.02, 0, 4, 8
-	cfg.MicroBatchTokens, cfg.MiniBatches = 512, 4
-	l, err := New(context.Background(), cfg, dir, []string{"solver"}, Options{Backend: testBackend(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	s := &synth{l: l, mc: mc, target: 5}
+	s := newSynth(t, 4)
+	l := s.l
 	rng := rand.New(rand.NewPCG(1, 2))
 	var first float64
 	for i := range 5 {
